@@ -1,0 +1,164 @@
+//! Raw reads from etcd through its JSON gateway (`/v3/kv/range`).
+//!
+//! Only etcd tells which API version an object is really stored in: through the
+//! API server you always get the version you ask for. Tests and the storage
+//! report read `/registry/<group>/<plural>/<namespace>/<name>` here.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde::Deserialize;
+
+use crate::error::{Result, TestEnvError};
+
+#[derive(Clone, Debug)]
+pub struct EtcdClient {
+    base_url: String,
+    http: reqwest::Client,
+}
+
+/// One key and its stored bytes.
+#[derive(Clone, Debug)]
+pub struct StoredObject {
+    pub key: String,
+    pub value: Vec<u8>,
+}
+
+impl StoredObject {
+    /// The `apiVersion` of an object stored as JSON (custom resources always are);
+    /// `None` for protobuf-encoded built-in objects.
+    pub fn json_api_version(&self) -> Option<String> {
+        let value: serde_json::Value = serde_json::from_slice(&self.value).ok()?;
+        value.get("apiVersion")?.as_str().map(str::to_owned)
+    }
+}
+
+#[derive(Deserialize)]
+struct RangeResponse {
+    #[serde(default)]
+    kvs: Vec<RangeKv>,
+    #[serde(default)]
+    more: bool,
+}
+
+#[derive(Deserialize)]
+struct RangeKv {
+    key: String,
+    #[serde(default)]
+    value: String,
+}
+
+const PAGE: usize = 500;
+
+impl EtcdClient {
+    pub fn new(base_url: impl Into<String>) -> Self {
+        EtcdClient {
+            base_url: base_url.into(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// True when etcd answers its health endpoint with `"health":"true"`.
+    pub async fn healthy(&self) -> bool {
+        match self.http.get(format!("{}/health", self.base_url)).send().await {
+            Ok(resp) => resp
+                .text()
+                .await
+                .map(|body| body.contains("\"health\":\"true\""))
+                .unwrap_or(false),
+            Err(_) => false,
+        }
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<StoredObject>> {
+        let body = serde_json::json!({ "key": B64.encode(key) });
+        let resp = self.range(body).await?;
+        resp.kvs.into_iter().next().map(decode).transpose()
+    }
+
+    /// Every key under `prefix`, read in pages so a large prefix never becomes
+    /// one huge response.
+    pub async fn list_prefix(&self, prefix: &str) -> Result<Vec<StoredObject>> {
+        let range_end = prefix_end(prefix.as_bytes());
+        let mut start = prefix.as_bytes().to_vec();
+        let mut out = Vec::new();
+        loop {
+            let body = serde_json::json!({
+                "key": B64.encode(&start),
+                "range_end": B64.encode(&range_end),
+                "limit": PAGE,
+            });
+            let resp = self.range(body).await?;
+            let more = resp.more;
+            for kv in resp.kvs {
+                out.push(decode(kv)?);
+            }
+            match out.last() {
+                Some(last) if more => {
+                    start = last.key.as_bytes().to_vec();
+                    start.push(0);
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    async fn range(&self, body: serde_json::Value) -> Result<RangeResponse> {
+        let resp = self
+            .http
+            .post(format!("{}/v3/kv/range", self.base_url))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| TestEnvError::Etcd(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(TestEnvError::Etcd(format!(
+                "range returned {}",
+                resp.status()
+            )));
+        }
+        resp.json::<RangeResponse>()
+            .await
+            .map_err(|e| TestEnvError::Etcd(e.to_string()))
+    }
+}
+
+fn decode(kv: RangeKv) -> Result<StoredObject> {
+    let key = B64
+        .decode(kv.key)
+        .map_err(|e| TestEnvError::Etcd(format!("bad key encoding: {e}")))?;
+    let value = B64
+        .decode(kv.value)
+        .map_err(|e| TestEnvError::Etcd(format!("bad value encoding: {e}")))?;
+    Ok(StoredObject {
+        key: String::from_utf8_lossy(&key).into_owned(),
+        value,
+    })
+}
+
+/// The smallest key greater than every key with this prefix (etcd's range_end).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_end_increments_last_byte() {
+        assert_eq!(prefix_end(b"/registry/a/"), b"/registry/a0".to_vec());
+        assert_eq!(prefix_end(&[0x61, 0xff]), vec![0x62]);
+        assert_eq!(prefix_end(&[0xff]), vec![0]);
+    }
+}

@@ -1,0 +1,180 @@
+//! One local cluster and simulated kubelet per test binary, shared by its tests.
+//!
+//! A control plane costs hundreds of MB and a few seconds, so tests share one and
+//! isolate themselves by namespace. The cluster and kubelet live on a dedicated
+//! thread with its own runtime for the life of the process: each `#[tokio::test]`
+//! has a runtime of its own that ends with the test, so nothing shared may live
+//! on one. Tests make their own clients with [`TestEnv::client`].
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client, Config};
+
+use crate::cluster::{ClusterOptions, LocalCluster, StartupTimings};
+use crate::error::{Result, TestEnvError};
+use crate::etcd::EtcdClient;
+use crate::kubelet::{KubeletOptions, Scenarios, SimKubelet};
+
+/// Handles to the shared cluster, usable from any runtime.
+pub struct TestEnv {
+    config: Config,
+    kubeconfig: PathBuf,
+    etcd_url: String,
+    scenarios: Scenarios,
+    timings: StartupTimings,
+    logs: Vec<(&'static str, PathBuf)>,
+}
+
+impl TestEnv {
+    /// The process-wide environment, started on first use. Blocks the calling
+    /// thread while it starts; fails the same way for every caller if it cannot.
+    pub fn shared() -> Result<&'static TestEnv> {
+        static ENV: OnceLock<std::result::Result<TestEnv, String>> = OnceLock::new();
+        ENV.get_or_init(|| start_shared().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| TestEnvError::Shared(e.clone()))
+    }
+
+    /// A new client; make one per test (clients belong to the runtime that made them).
+    pub fn client(&self) -> Result<Client> {
+        Ok(Client::try_from(self.config.clone())?)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// A client for the cluster's etcd, bound to the caller's runtime.
+    pub fn etcd(&self) -> EtcdClient {
+        EtcdClient::new(self.etcd_url.clone())
+    }
+
+    /// The simulated kubelet's rules.
+    pub fn scenarios(&self) -> &Scenarios {
+        &self.scenarios
+    }
+
+    pub fn timings(&self) -> StartupTimings {
+        self.timings
+    }
+
+    /// Component log files, to print when a test fails.
+    pub fn logs(&self) -> &[(&'static str, PathBuf)] {
+        &self.logs
+    }
+
+    /// A fresh namespace named `<prefix>-<n>`, unique in this process.
+    pub async fn namespace(&self, client: &Client, prefix: &str) -> Result<TestNamespace> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "{prefix}-{}-{}",
+            std::process::id() % 100_000,
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let api: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name }
+        }))
+        .map_err(|e| TestEnvError::Kubeconfig(e.to_string()))?;
+        api.create(&PostParams::default(), &ns).await?;
+        Ok(TestNamespace {
+            name,
+            client: client.clone(),
+            scenarios: self.scenarios.clone(),
+        })
+    }
+}
+
+/// A test's namespace. `cleanup` deletes it and the kubelet rules scoped to it.
+pub struct TestNamespace {
+    name: String,
+    client: Client,
+    scenarios: Scenarios,
+}
+
+impl TestNamespace {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub async fn cleanup(self) {
+        self.scenarios.clear_namespace(&self.name);
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        // The namespace controller finishes the deletion in the background.
+        if let Err(e) = api.delete(&self.name, &DeleteParams::background()).await {
+            tracing::warn!(namespace = %self.name, error = %e, "namespace cleanup failed");
+        }
+    }
+}
+
+fn start_shared() -> Result<TestEnv> {
+    let (tx, rx) = std::sync::mpsc::channel::<Result<TestEnv>>();
+    std::thread::Builder::new()
+        .name("testenv-shared-cluster".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(TestEnvError::Io {
+                        path: PathBuf::from("tokio runtime"),
+                        source: e,
+                    }));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let started = async {
+                    let cluster = LocalCluster::start_with(ClusterOptions {
+                        start_timeout: Duration::from_secs(120),
+                        ..ClusterOptions::default()
+                    })
+                    .await?;
+                    let kubelet = SimKubelet::start(cluster.client()?, KubeletOptions::default()).await?;
+                    Ok::<_, TestEnvError>((cluster, kubelet))
+                }
+                .await;
+                match started {
+                    Ok((cluster, kubelet)) => {
+                        let env = TestEnv {
+                            config: cluster.config().clone(),
+                            kubeconfig: cluster.kubeconfig_path().to_path_buf(),
+                            etcd_url: cluster.etcd().base_url().to_string(),
+                            scenarios: kubelet.scenarios().clone(),
+                            timings: cluster.timings(),
+                            logs: cluster
+                                .logs()
+                                .iter()
+                                .map(|(c, p)| (*c, p.to_path_buf()))
+                                .collect(),
+                        };
+                        let _ = tx.send(Ok(env));
+                        // Keep cluster and kubelet alive until the process exits.
+                        std::future::pending::<()>().await;
+                        drop((cluster, kubelet));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            });
+        })
+        .map_err(|source| TestEnvError::Io {
+            path: PathBuf::from("shared cluster thread"),
+            source,
+        })?;
+    rx.recv()
+        .map_err(|_| TestEnvError::Shared("the shared cluster's thread ended before reporting".into()))?
+}
