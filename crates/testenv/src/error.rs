@@ -34,9 +34,7 @@ pub enum TestEnvError {
         tail: String,
     },
 
-    #[error(
-        "{component} could not listen on its port (address already in use); its log is {log}"
-    )]
+    #[error("{component} could not listen on its port (address already in use); its log is {log}")]
     PortInUse {
         component: &'static str,
         log: PathBuf,

@@ -63,7 +63,12 @@ impl EtcdClient {
 
     /// True when etcd answers its health endpoint with `"health":"true"`.
     pub async fn healthy(&self) -> bool {
-        match self.http.get(format!("{}/health", self.base_url)).send().await {
+        match self
+            .http
+            .get(format!("{}/health", self.base_url))
+            .send()
+            .await
+        {
             Ok(resp) => resp
                 .text()
                 .await

@@ -140,10 +140,7 @@ pub fn write_cluster_pki(dir: &Path) -> Result<PkiFiles> {
         (&files.ca_cert, &files.ca_pem),
         (&files.serving_cert, &serving.cert_pem),
         (&files.serving_key, &serving.key_pem),
-        (
-            &files.service_account_key,
-            &service_account.serialize_pem(),
-        ),
+        (&files.service_account_key, &service_account.serialize_pem()),
         (
             &files.service_account_public_key,
             &service_account.public_key_pem(),

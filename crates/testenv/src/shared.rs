@@ -142,7 +142,8 @@ fn start_shared() -> Result<TestEnv> {
                         ..ClusterOptions::default()
                     })
                     .await?;
-                    let kubelet = SimKubelet::start(cluster.client()?, KubeletOptions::default()).await?;
+                    let kubelet =
+                        SimKubelet::start(cluster.client()?, KubeletOptions::default()).await?;
                     Ok::<_, TestEnvError>((cluster, kubelet))
                 }
                 .await;
@@ -175,6 +176,7 @@ fn start_shared() -> Result<TestEnv> {
             path: PathBuf::from("shared cluster thread"),
             source,
         })?;
-    rx.recv()
-        .map_err(|_| TestEnvError::Shared("the shared cluster's thread ended before reporting".into()))?
+    rx.recv().map_err(|_| {
+        TestEnvError::Shared("the shared cluster's thread ended before reporting".into())
+    })?
 }

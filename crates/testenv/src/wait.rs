@@ -107,7 +107,13 @@ pub async fn until_deleted<K>(
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
-    watch_object(api, name, timeout, &format!("{name} to be deleted"), |obj| obj.is_none())
-        .await
-        .map(|_| ())
+    watch_object(
+        api,
+        name,
+        timeout,
+        &format!("{name} to be deleted"),
+        |obj| obj.is_none(),
+    )
+    .await
+    .map(|_| ())
 }

@@ -9,7 +9,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams,
+};
 use kube::{Api, Client};
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv, TestNamespace};
@@ -81,17 +84,25 @@ async fn deployment_rolls_through_replicasets_within_surge_limits() -> Result<()
         Behaviour::default().with_ready_delay(Duration::from_millis(300)),
     );
     let api: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
-    api.create(&PostParams::default(), &deployment("web", 3, "web:1")?).await?;
-    until(&api, "web", TIMEOUT, "initial rollout", |d| fully_rolled_out(d, 3)).await?;
+    api.create(&PostParams::default(), &deployment("web", 3, "web:1")?)
+        .await?;
+    until(&api, "web", TIMEOUT, "initial rollout", |d| {
+        fully_rolled_out(d, 3)
+    })
+    .await?;
 
     let patch = json!({ "spec": { "template": { "spec": { "containers": [{ "name": "main", "image": "web:2" }] } } } });
-    let patched = api.patch("web", &PatchParams::default(), &Patch::Strategic(&patch)).await?;
+    let patched = api
+        .patch("web", &PatchParams::default(), &Patch::Strategic(&patch))
+        .await?;
     let new_generation = patched.metadata.generation.context("generation")?;
 
     let mut updated_seen = Vec::new();
     let mut violations = Vec::new();
     until(&api, "web", TIMEOUT, "second rollout", |d| {
-        let Some(s) = d.status.as_ref() else { return false };
+        let Some(s) = d.status.as_ref() else {
+            return false;
+        };
         // Until observedGeneration catches up, the status describes the old template.
         if s.observed_generation >= Some(new_generation) {
             let updated = s.updated_replicas.unwrap_or(0);
@@ -106,7 +117,10 @@ async fn deployment_rolls_through_replicasets_within_surge_limits() -> Result<()
         fully_rolled_out(d, 3)
     })
     .await?;
-    ensure!(violations.is_empty(), "surge limits violated: {violations:#?}");
+    ensure!(
+        violations.is_empty(),
+        "surge limits violated: {violations:#?}"
+    );
     ensure!(
         updated_seen.windows(2).all(|w| w[0] <= w[1]) && updated_seen.last() == Some(&3),
         "updatedReplicas should climb to 3, saw {updated_seen:?}"
@@ -117,7 +131,8 @@ async fn deployment_rolls_through_replicasets_within_surge_limits() -> Result<()
     );
 
     // Two real ReplicaSets: the old one scaled to zero, the new one at 3.
-    let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> = Api::namespaced(client.clone(), ns.name());
+    let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
+        Api::namespaced(client.clone(), ns.name());
     let mut replicas: Vec<i32> = sets
         .list(&ListParams::default().labels("app=web"))
         .await?
@@ -139,10 +154,15 @@ async fn failing_job_hits_backoff_limit_after_five_pods() -> Result<()> {
         Behaviour::always_exit(3, "exit three"),
     );
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-    jobs.create(&PostParams::default(), &job("always-fails", 4)?).await?;
-    let failed = until(&jobs, "always-fails", Duration::from_secs(120), "Job Failed", |j| {
-        job_condition(j, "Failed")
-    })
+    jobs.create(&PostParams::default(), &job("always-fails", 4)?)
+        .await?;
+    let failed = until(
+        &jobs,
+        "always-fails",
+        Duration::from_secs(120),
+        "Job Failed",
+        |j| job_condition(j, "Failed"),
+    )
     .await?;
     let status = failed.status.context("status")?;
     ensure!(status.failed == Some(5), "failed pods: {:?}", status.failed);
@@ -152,10 +172,15 @@ async fn failing_job_hits_backoff_limit_after_five_pods() -> Result<()> {
         .into_iter()
         .find(|c| c.type_ == "Failed")
         .and_then(|c| c.reason);
-    ensure!(reason.as_deref() == Some("BackoffLimitExceeded"), "reason {reason:?}");
+    ensure!(
+        reason.as_deref() == Some("BackoffLimitExceeded"),
+        "reason {reason:?}"
+    );
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let listed = pods.list(&ListParams::default().labels("job-name=always-fails")).await?;
+    let listed = pods
+        .list(&ListParams::default().labels("job-name=always-fails"))
+        .await?;
     ensure!(listed.items.len() == 5, "pods: {}", listed.items.len());
     for pod in &listed.items {
         let terminated = pod
@@ -181,10 +206,16 @@ async fn successful_job_completes_with_readable_termination_message() -> Result<
         Behaviour::succeed_with_message("check exit 0"),
     );
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-    jobs.create(&PostParams::default(), &job("works", 4)?).await?;
-    until(&jobs, "works", TIMEOUT, "Job Complete", |j| job_condition(j, "Complete")).await?;
+    jobs.create(&PostParams::default(), &job("works", 4)?)
+        .await?;
+    until(&jobs, "works", TIMEOUT, "Job Complete", |j| {
+        job_condition(j, "Complete")
+    })
+    .await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let listed = pods.list(&ListParams::default().labels("job-name=works")).await?;
+    let listed = pods
+        .list(&ListParams::default().labels("job-name=works"))
+        .await?;
     let message = listed
         .items
         .first()
@@ -194,7 +225,10 @@ async fn successful_job_completes_with_readable_termination_message() -> Result<
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.terminated.as_ref())
         .and_then(|t| t.message.clone());
-    ensure!(message.as_deref() == Some("check exit 0"), "message {message:?}");
+    ensure!(
+        message.as_deref() == Some("check exit 0"),
+        "message {message:?}"
+    );
     ns.cleanup().await;
     Ok(())
 }
@@ -207,10 +241,17 @@ async fn job_that_fails_twice_then_succeeds_completes() -> Result<()> {
         Behaviour::fail_times(2, 1, "transient"),
     );
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-    jobs.create(&PostParams::default(), &job("flaky", 4)?).await?;
-    let done = until(&jobs, "flaky", TIMEOUT, "Job Complete", |j| job_condition(j, "Complete")).await?;
+    jobs.create(&PostParams::default(), &job("flaky", 4)?)
+        .await?;
+    let done = until(&jobs, "flaky", TIMEOUT, "Job Complete", |j| {
+        job_condition(j, "Complete")
+    })
+    .await?;
     let status = done.status.context("status")?;
-    ensure!(status.failed == Some(2) && status.succeeded == Some(1), "{status:?}");
+    ensure!(
+        status.failed == Some(2) && status.succeeded == Some(1),
+        "{status:?}"
+    );
     ns.cleanup().await;
     Ok(())
 }
@@ -218,9 +259,13 @@ async fn job_that_fails_twice_then_succeeds_completes() -> Result<()> {
 #[tokio::test]
 async fn deleting_a_job_in_background_removes_its_pods() -> Result<()> {
     let (env, client, ns) = setup("job-gc").await?;
-    env.scenarios().add(PodSelector::workload(ns.name(), "forever"), Behaviour::hang());
+    env.scenarios().add(
+        PodSelector::workload(ns.name(), "forever"),
+        Behaviour::hang(),
+    );
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-    jobs.create(&PostParams::default(), &job("forever", 4)?).await?;
+    jobs.create(&PostParams::default(), &job("forever", 4)?)
+        .await?;
     until(&jobs, "forever", TIMEOUT, "Job pod running", |j| {
         j.status.as_ref().and_then(|s| s.active) == Some(1)
     })
@@ -243,20 +288,38 @@ async fn deleting_a_job_in_background_removes_its_pods() -> Result<()> {
 #[tokio::test]
 async fn hanging_workload_never_becomes_ready() -> Result<()> {
     let (env, client, ns) = setup("hang").await?;
-    env.scenarios().add(PodSelector::workload(ns.name(), "stuck"), Behaviour::hang());
+    env.scenarios()
+        .add(PodSelector::workload(ns.name(), "stuck"), Behaviour::hang());
     let api: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
-    api.create(&PostParams::default(), &deployment("stuck", 1, "stuck:1")?).await?;
-    let outcome = until(&api, "stuck", Duration::from_secs(3), "ready replica", |d| {
-        d.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0) > 0
-    })
+    api.create(&PostParams::default(), &deployment("stuck", 1, "stuck:1")?)
+        .await?;
+    let outcome = until(
+        &api,
+        "stuck",
+        Duration::from_secs(3),
+        "ready replica",
+        |d| {
+            d.status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0)
+                > 0
+        },
+    )
     .await;
     ensure!(outcome.is_err(), "a hanging pod became ready");
     // It is running, just never Ready.
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let listed = pods.list(&ListParams::default().labels("app=stuck")).await?;
+    let listed = pods
+        .list(&ListParams::default().labels("app=stuck"))
+        .await?;
     let pod = listed.items.first().context("pod")?;
     let status = pod.status.as_ref().context("pod status")?;
-    ensure!(status.phase.as_deref() == Some("Running"), "{:?}", status.phase);
+    ensure!(
+        status.phase.as_deref() == Some("Running"),
+        "{:?}",
+        status.phase
+    );
     let ready = status
         .conditions
         .as_ref()
@@ -293,19 +356,35 @@ async fn crd_with_two_versions_stores_objects_in_the_storage_version() -> Result
         }
     }))?;
     crds.create(&PostParams::default(), &crd).await?;
-    let established = until(&crds, "widgets.testenv.ratchet.c5c3.io", TIMEOUT, "CRD Established", |c| {
-        c.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-    })
+    let established = until(
+        &crds,
+        "widgets.testenv.ratchet.c5c3.io",
+        TIMEOUT,
+        "CRD Established",
+        |c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
+        },
+    )
     .await?;
-    let stored = established.status.and_then(|s| s.stored_versions).unwrap_or_default();
-    ensure!(stored == vec!["v1alpha1".to_string()], "storedVersions {stored:?}");
+    let stored = established
+        .status
+        .and_then(|s| s.stored_versions)
+        .unwrap_or_default();
+    ensure!(
+        stored == vec!["v1alpha1".to_string()],
+        "storedVersions {stored:?}"
+    );
 
     // Written through v1beta1, stored as v1alpha1.
     let gvk = GroupVersionKind::gvk("testenv.ratchet.c5c3.io", "v1beta1", "Widget");
-    let beta: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns.name(), &ApiResource::from_gvk(&gvk));
+    let beta: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns.name(), &ApiResource::from_gvk(&gvk));
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "testenv.ratchet.c5c3.io/v1beta1",
         "kind": "Widget",
@@ -314,8 +393,14 @@ async fn crd_with_two_versions_stores_objects_in_the_storage_version() -> Result
     }))?;
     beta.create(&PostParams::default(), &obj).await?;
     let status = json!({ "status": { "phase": "Ready" } });
-    let updated = beta.patch_status("w1", &PatchParams::default(), &Patch::Merge(&status)).await?;
-    ensure!(updated.data["status"]["phase"] == "Ready", "status subresource: {:?}", updated.data);
+    let updated = beta
+        .patch_status("w1", &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    ensure!(
+        updated.data["status"]["phase"] == "Ready",
+        "status subresource: {:?}",
+        updated.data
+    );
 
     let key = format!("/registry/testenv.ratchet.c5c3.io/widgets/{}/w1", ns.name());
     let raw = env.etcd().get(&key).await?.context("object in etcd")?;
@@ -326,7 +411,10 @@ async fn crd_with_two_versions_stores_objects_in_the_storage_version() -> Result
     );
     let listed = env
         .etcd()
-        .list_prefix(&format!("/registry/testenv.ratchet.c5c3.io/widgets/{}/", ns.name()))
+        .list_prefix(&format!(
+            "/registry/testenv.ratchet.c5c3.io/widgets/{}/",
+            ns.name()
+        ))
         .await?;
     ensure!(listed.len() == 1, "listed {}", listed.len());
     ns.cleanup().await;

@@ -25,8 +25,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -251,7 +251,12 @@ async fn bind(state: Arc<KubeletState>, pod: Pod) {
         },
     };
     let result = api
-        .create_subresource::<Binding, Binding>("binding", &name, &PostParams::default(), &binding)
+        .create_subresource::<Binding, kube::core::Status>(
+            "binding",
+            &name,
+            &PostParams::default(),
+            &binding,
+        )
         .await;
     if let Err(e) = result
         && !is_not_found(&e)
@@ -298,7 +303,12 @@ fn identity(pod: &Pod) -> PodIdentity {
         images: pod
             .spec
             .as_ref()
-            .map(|s| s.containers.iter().filter_map(|c| c.image.clone()).collect())
+            .map(|s| {
+                s.containers
+                    .iter()
+                    .filter_map(|c| c.image.clone())
+                    .collect()
+            })
             .unwrap_or_default(),
     }
 }
@@ -346,12 +356,20 @@ async fn lifecycle(state: Arc<KubeletState>, pod: Pod) {
     tokio::time::sleep(behaviour.start_delay.unwrap_or(opts.start_delay)).await;
 
     if runs_to_completion(&pod) {
-        let on_failure = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("OnFailure");
+        let on_failure =
+            pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("OnFailure");
         let mut attempt = assignment.attempt;
         let mut restarts = 0u32;
         let mut last_exit: Option<Exit> = None;
         loop {
-            let running = pod_status::running(&pod, &placement, false, restarts, last_exit.as_ref(), SystemTime::now());
+            let running = pod_status::running(
+                &pod,
+                &placement,
+                false,
+                restarts,
+                last_exit.as_ref(),
+                SystemTime::now(),
+            );
             if !report(patch(running).await) || behaviour.hang {
                 return;
             }
@@ -377,19 +395,34 @@ async fn lifecycle(state: Arc<KubeletState>, pod: Pod) {
 
     let crash = Exit::code(1, "simulated crash");
     for restarts in 1..=behaviour.crash_times {
-        let status = pod_status::crash_looping(&pod, &placement, restarts, &crash, SystemTime::now());
+        let status =
+            pod_status::crash_looping(&pod, &placement, restarts, &crash, SystemTime::now());
         if !report(patch(status).await) {
             return;
         }
         tokio::time::sleep(behaviour.start_delay.unwrap_or(opts.start_delay)).await;
     }
     let last_crash = (behaviour.crash_times > 0).then_some(&crash);
-    let running = pod_status::running(&pod, &placement, false, behaviour.crash_times, last_crash, SystemTime::now());
+    let running = pod_status::running(
+        &pod,
+        &placement,
+        false,
+        behaviour.crash_times,
+        last_crash,
+        SystemTime::now(),
+    );
     if !report(patch(running).await) || behaviour.hang {
         return;
     }
     tokio::time::sleep(behaviour.ready_delay.unwrap_or(opts.ready_delay)).await;
-    let ready = pod_status::running(&pod, &placement, true, behaviour.crash_times, last_crash, SystemTime::now());
+    let ready = pod_status::running(
+        &pod,
+        &placement,
+        true,
+        behaviour.crash_times,
+        last_crash,
+        SystemTime::now(),
+    );
     report(patch(ready).await);
 }
 

@@ -9,7 +9,11 @@ use super::scenario::Exit;
 /// A timestamp in the API's RFC 3339 form, second precision.
 fn rfc3339(t: SystemTime) -> String {
     k8s_openapi::jiff::Timestamp::try_from(t)
-        .map(|ts| ts.round(k8s_openapi::jiff::Unit::Second).unwrap_or(ts).to_string())
+        .map(|ts| {
+            ts.round(k8s_openapi::jiff::Unit::Second)
+                .unwrap_or(ts)
+                .to_string()
+        })
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
@@ -46,7 +50,12 @@ pub struct Placement {
     pub started: SystemTime,
 }
 
-fn base(placement: &Placement, phase: &str, conditions: Vec<Value>, containers: Vec<Value>) -> Value {
+fn base(
+    placement: &Placement,
+    phase: &str,
+    conditions: Vec<Value>,
+    containers: Vec<Value>,
+) -> Value {
     json!({
         "phase": phase,
         "hostIP": placement.host_ip,
@@ -107,7 +116,13 @@ pub fn running(
 }
 
 /// A container waiting in CrashLoopBackOff after its `restarts`-th crash.
-pub fn crash_looping(pod: &Pod, placement: &Placement, restarts: u32, exit: &Exit, now: SystemTime) -> Value {
+pub fn crash_looping(
+    pod: &Pod,
+    placement: &Placement,
+    restarts: u32,
+    exit: &Exit,
+    now: SystemTime,
+) -> Value {
     let at = rfc3339(now);
     let started = rfc3339(placement.started);
     let containers = container_names(pod)
@@ -171,7 +186,11 @@ pub fn terminated(pod: &Pod, placement: &Placement, exit: &Exit, finished: Syste
             })
         })
         .collect();
-    let phase = if exit.code == 0 { "Succeeded" } else { "Failed" };
+    let phase = if exit.code == 0 {
+        "Succeeded"
+    } else {
+        "Failed"
+    };
     base(
         &Placement {
             started: placement.started.min(finished),

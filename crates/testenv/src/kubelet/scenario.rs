@@ -144,7 +144,9 @@ impl PodSelector {
     }
 
     pub fn matches(&self, pod: &PodIdentity) -> bool {
-        self.namespace.as_ref().is_none_or(|ns| *ns == pod.namespace)
+        self.namespace
+            .as_ref()
+            .is_none_or(|ns| *ns == pod.namespace)
             && self.workload.as_ref().is_none_or(|w| *w == pod.workload)
             && self
                 .workload_prefix

@@ -1,0 +1,33 @@
+//! `ratchet-bench`: measures and prints; never asserts. Figures go into
+//! docs/benchmarks.md together with the command that produced them.
+
+mod cluster;
+mod stats;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ratchet-bench", about = "Ratchet benchmarks (print figures)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Local control plane: start-up time (warm, optionally cold) and a 3-replica rollout.
+    Cluster(cluster::ClusterArgs),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,kube_client::client::builder=off".into()),
+        )
+        .init();
+    match Cli::parse().command {
+        Command::Cluster(args) => cluster::run(args).await,
+    }
+}

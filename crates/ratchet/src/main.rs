@@ -1,0 +1,37 @@
+//! The `ratchet` command.
+
+mod demo;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "ratchet",
+    version,
+    about = "Zero-downtime OpenStack release upgrades on Kubernetes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start Ratchet's own local control plane (etcd, kube-apiserver,
+    /// kube-controller-manager, simulated kubelet) and keep it running.
+    Demo(demo::DemoArgs),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube_client::client::builder=off".into()),
+        )
+        .with_target(false)
+        .init();
+    match Cli::parse().command {
+        Command::Demo(args) => demo::run(args).await,
+    }
+}
