@@ -1,5 +1,6 @@
 //! The `ratchet` command.
 
+mod crds;
 mod demo;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ enum Command {
     /// Start Ratchet's own local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, simulated kubelet) and keep it running.
     Demo(demo::DemoArgs),
+    /// Print Ratchet's CRDs as YAML (or write them, one file each, into a directory).
+    Crds(crds::CrdsArgs),
 }
 
 #[tokio::main]
@@ -33,5 +36,6 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Demo(args) => demo::run(args).await,
+        Command::Crds(args) => crds::run(args),
     }
 }
