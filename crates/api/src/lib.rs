@@ -12,7 +12,10 @@ use kube::CustomResourceExt;
 
 /// Every CRD Ratchet serves, with the file it is checked in as.
 pub fn crds() -> Vec<(&'static str, CustomResourceDefinition)> {
-    vec![("cinders.cinder.openstack.c5c3.io.yaml", cinder::v1alpha1::Cinder::crd())]
+    vec![(
+        "cinders.cinder.openstack.c5c3.io.yaml",
+        cinder::v1alpha1::Cinder::crd(),
+    )]
 }
 
 /// A CRD as the YAML document that is checked in.

@@ -26,5 +26,8 @@ fn release_pattern_and_cel_rules_are_in_the_schema() {
     );
     let image_rules = &spec["properties"]["image"]["x-kubernetes-validations"];
     assert_eq!(image_rules[0]["rule"], "has(self.tag) != has(self.digest)");
-    assert_eq!(json["spec"]["versions"][0]["subresources"]["status"], serde_json::json!({}));
+    assert_eq!(
+        json["spec"]["versions"][0]["subresources"]["status"],
+        serde_json::json!({})
+    );
 }

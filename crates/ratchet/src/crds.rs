@@ -18,7 +18,8 @@ pub fn run(args: CrdsArgs) -> anyhow::Result<()> {
         match &args.write {
             Some(dir) => {
                 let path = dir.join(file);
-                std::fs::write(&path, yaml).with_context(|| format!("writing {}", path.display()))?;
+                std::fs::write(&path, yaml)
+                    .with_context(|| format!("writing {}", path.display()))?;
                 println!("wrote {}", path.display());
             }
             None => print!("---\n{yaml}"),

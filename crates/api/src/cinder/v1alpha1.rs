@@ -75,7 +75,9 @@ pub struct VolumeBackendSpec {
 }
 
 /// Where an upgrade is. Empty in steady state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum CinderUpgradePhase {
     #[default]
     #[serde(rename = "")]

@@ -1,0 +1,74 @@
+//! What the controller is to do: the output of [`crate::decide`].
+
+use crate::observe::ConditionState;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// An event to publish on the resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventType,
+    pub reason: String,
+    pub message: String,
+}
+
+/// A Job to have or not have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobAction {
+    /// Make sure Job `<resource>-<suffix>` exists with this pod spec; replace an
+    /// existing one with another spec hash (Jobs are immutable).
+    Ensure {
+        suffix: String,
+        image: String,
+        command: Vec<String>,
+        spec_hash: String,
+    },
+    /// Delete the Job and, by background propagation, its pods.
+    Delete { suffix: String },
+}
+
+/// A workload to apply with these parameters or delete. Workloads with no action
+/// are left exactly as they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadAction {
+    Apply {
+        name: String,
+        image: String,
+        installed_release: String,
+    },
+    Delete {
+        name: String,
+    },
+}
+
+/// Why the controller should look again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Converged; a change of the resource or its children wakes the controller.
+    Settled,
+    /// Waiting on a child; its change wakes the controller.
+    Waiting,
+    /// A failure that needs a retry with backoff (the reason is in the conditions).
+    Failed { reason: String, message: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesiredStatus {
+    pub installed_release: String,
+    pub target_release: String,
+    pub conditions: Vec<ConditionState>,
+    pub observed_generation: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub status: DesiredStatus,
+    pub events: Vec<Event>,
+    pub jobs: Vec<JobAction>,
+    pub workloads: Vec<WorkloadAction>,
+    pub outcome: Outcome,
+}

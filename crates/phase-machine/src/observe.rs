@@ -1,0 +1,119 @@
+//! What the controller observed: the input of [`crate::decide`].
+
+use std::collections::BTreeMap;
+
+/// Status of a condition as stored on the resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConditionState {
+    pub kind: String,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+    /// RFC 3339; kept when the status does not change.
+    pub last_transition_time: String,
+    pub observed_generation: Option<i64>,
+}
+
+/// The resource's spec as far as the machine needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecView {
+    pub generation: i64,
+    /// `spec.openStackRelease`, raw.
+    pub release: String,
+    pub image_repository: String,
+    pub image_tag: Option<String>,
+    pub image_digest: Option<String>,
+}
+
+/// The resource's status as last written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusView {
+    pub installed_release: String,
+    pub target_release: String,
+    pub conditions: Vec<ConditionState>,
+}
+
+impl StatusView {
+    pub fn condition(&self, kind: &str) -> Option<&ConditionState> {
+        self.conditions.iter().find(|c| c.kind == kind)
+    }
+}
+
+/// How a Job ended, or that it has not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobOutcome {
+    Running,
+    Succeeded,
+    /// The Job controller gave up (backoff limit reached).
+    Failed {
+        message: String,
+    },
+}
+
+/// A Job owned by the resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedJob {
+    pub name: String,
+    pub uid: String,
+    /// The `ratchet.c5c3.io/pod-spec-hash` annotation it was created with.
+    pub spec_hash: String,
+    pub outcome: JobOutcome,
+}
+
+/// Rollout counters of a Deployment (or StatefulSet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rollout {
+    pub generation: i64,
+    pub observed_generation: i64,
+    pub desired: i32,
+    pub total: i32,
+    pub updated: i32,
+    pub ready: i32,
+    pub available: i32,
+}
+
+impl Rollout {
+    /// Every replica updated, ready and available, no surplus pods, and the status
+    /// describes the current generation. A surged new pod being ready is not enough.
+    pub fn complete(&self) -> bool {
+        self.observed_generation >= self.generation
+            && self.updated == self.desired
+            && self.ready == self.desired
+            && self.available == self.desired
+            && self.total == self.desired
+    }
+}
+
+/// A long-running workload owned by the resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedWorkload {
+    pub name: String,
+    /// The image of its service container.
+    pub image: String,
+    pub rollout: Rollout,
+}
+
+/// A workload the spec asks for, in roll order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadId {
+    pub name: String,
+}
+
+/// Everything [`crate::decide`] looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    pub spec: SpecView,
+    pub status: StatusView,
+    /// Hash of the rendered configuration (not the Secrets' values).
+    pub config_hash: String,
+    /// Secrets or keys the spec references that do not exist.
+    pub missing_secrets: Vec<String>,
+    /// The resource's Jobs by suffix (`db-sync`, ...).
+    pub jobs: BTreeMap<String, ObservedJob>,
+    /// Workloads that exist, by name.
+    pub workloads: BTreeMap<String, ObservedWorkload>,
+    /// Workloads the spec asks for, in roll order.
+    pub desired_workloads: Vec<WorkloadId>,
+    /// The current time (RFC 3339), for condition transitions.
+    pub now: String,
+}

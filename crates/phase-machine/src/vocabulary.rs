@@ -1,0 +1,32 @@
+//! The words every service reports in: condition types, reasons, event reasons.
+//! One table for all services (docs/conditions.md); a service adds a word only
+//! where it truly differs.
+
+/// Condition types.
+pub mod condition {
+    pub const DATABASE_READY: &str = "DatabaseReady";
+    pub const DEPLOYMENTS_READY: &str = "DeploymentsReady";
+    pub const READY: &str = "Ready";
+}
+
+/// Reasons of condition changes; failure reasons double as Warning event reasons.
+pub mod reason {
+    // DatabaseReady, steady state.
+    pub const DATABASE_SYNCED: &str = "DatabaseSynced";
+    pub const DB_SYNC_IN_PROGRESS: &str = "DBSyncInProgress";
+    pub const DB_SYNC_FAILED: &str = "DBSyncFailed";
+    pub const IMAGE_RELEASE_MISMATCH: &str = "ImageReleaseMismatch";
+    pub const INVALID_IMAGE: &str = "InvalidImage";
+    pub const SECRET_MISSING: &str = "SecretMissing";
+    // Validation of a release change.
+    pub const VERSION_PARSE_ERROR: &str = "VersionParseError";
+    pub const DOWNGRADE_NOT_SUPPORTED: &str = "DowngradeNotSupported";
+    pub const UPGRADE_PATH_INVALID: &str = "UpgradePathInvalid";
+    // DeploymentsReady.
+    pub const WORKLOADS_READY: &str = "AllWorkloadsReady";
+    pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
+    pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
+    // Ready.
+    pub const READY: &str = "Ready";
+    pub const NOT_READY: &str = "NotReady";
+}
