@@ -1,0 +1,73 @@
+//! Applying and removing owned objects: the thin I/O under every service.
+
+use std::fmt::Debug;
+
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::Result;
+use crate::labels::POD_SPEC_HASH;
+
+pub const FIELD_MANAGER: &str = "ratchet";
+
+/// Server-side apply, taking ownership of the fields Ratchet sets.
+pub async fn apply<K>(api: &Api<K>, name: &str, object: &K) -> Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+{
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    Ok(api.patch(name, &params, &Patch::Apply(object)).await?)
+}
+
+/// Deletes with background propagation (the garbage collector removes
+/// dependents, e.g. a Job's pods); absent objects count as deleted.
+pub async fn delete_background<K>(api: &Api<K>, name: &str) -> Result<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What happened to a Job that should exist with a given pod-spec hash.
+#[derive(Debug, PartialEq, Eq)]
+pub enum JobEnsured {
+    /// It already existed with this hash.
+    Unchanged,
+    Created,
+    /// An older one is still being removed; its deletion wakes the controller.
+    Replacing,
+}
+
+/// Makes sure the Job exists with the desired pod-spec hash. Jobs are immutable,
+/// so one with another hash is deleted (with its pods) and created anew.
+pub async fn ensure_job(
+    api: &Api<Job>,
+    existing: Option<&Job>,
+    desired: &Job,
+) -> Result<JobEnsured> {
+    let name = desired.metadata.name.clone().unwrap_or_default();
+    let hash_of = |job: &Job| {
+        job.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(POD_SPEC_HASH).cloned())
+    };
+    if let Some(existing) = existing.filter(|j| j.metadata.deletion_timestamp.is_none()) {
+        if hash_of(existing) == hash_of(desired) {
+            return Ok(JobEnsured::Unchanged);
+        }
+        delete_background(api, &name).await?;
+    }
+    match api.create(&PostParams::default(), desired).await {
+        Ok(_) => Ok(JobEnsured::Created),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(JobEnsured::Replacing),
+        Err(e) => Err(e.into()),
+    }
+}

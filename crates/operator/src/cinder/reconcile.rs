@@ -1,0 +1,166 @@
+//! One reconcile pass for a Cinder: render → observe → decide (pure) → apply.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, Resource};
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderStatus, CinderUpgradePhase};
+use ratchet_phase_machine::hash::content_hash;
+use ratchet_phase_machine::{Decision, JobAction, Outcome, WorkloadAction, decide};
+
+use super::config;
+use super::observe::{Children, observe};
+use super::profile::{Role, profile, roles};
+use super::render::{self, Owner};
+use crate::children::{apply, delete_background, ensure_job};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::events;
+use crate::labels::TEMPLATE_HASH;
+
+pub async fn reconcile(cinder: Arc<Cinder>, ctx: Arc<Context>) -> Result<Action> {
+    let owner = Owner::of(&cinder)?;
+    let rendered = config::render(&owner.namespace, &owner.name, &cinder.spec);
+    let config_hash = content_hash(rendered.as_bytes());
+    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    apply(
+        &config_maps,
+        &owner.config_map_name(),
+        &render::config_map(&owner, &rendered)?,
+    )
+    .await?;
+
+    let (observed, children) = observe(&ctx, &cinder, &owner, config_hash.clone()).await?;
+    let decision = decide(&profile(), &observed);
+    tracing::debug!(cinder = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
+
+    execute_jobs(&ctx, &cinder, &owner, &children, &decision).await?;
+    execute_workloads(&ctx, &cinder, &owner, &children, &decision, &config_hash).await?;
+    write_status(&ctx, &cinder, &owner, &decision).await?;
+    events::publish(&ctx, &cinder.object_ref(&()), &decision.events).await;
+
+    match decision.outcome {
+        Outcome::Settled | Outcome::Waiting => Ok(Action::await_change()),
+        Outcome::Failed { reason, message } => Err(Error::Blocked { reason, message }),
+    }
+}
+
+async fn execute_jobs(
+    ctx: &Context,
+    cinder: &Cinder,
+    owner: &Owner,
+    children: &Children,
+    decision: &Decision,
+) -> Result<()> {
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    for action in &decision.jobs {
+        match action {
+            JobAction::Ensure {
+                suffix,
+                image,
+                command,
+                spec_hash,
+            } => {
+                let desired = render::job(owner, cinder, suffix, image, command, spec_hash)?;
+                ensure_job(&api, children.jobs.get(suffix), &desired).await?;
+            }
+            JobAction::Delete { suffix } => {
+                delete_background(&api, &format!("{}-{suffix}", owner.name)).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn execute_workloads(
+    ctx: &Context,
+    cinder: &Cinder,
+    owner: &Owner,
+    children: &Children,
+    decision: &Decision,
+    config_hash: &str,
+) -> Result<()> {
+    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let roles = roles(cinder);
+    for action in &decision.workloads {
+        match action {
+            WorkloadAction::Apply {
+                name,
+                image,
+                installed_release,
+            } => {
+                let Some(role) = roles.iter().find(|r| r.workload_name(&owner.name) == *name)
+                else {
+                    continue;
+                };
+                let desired =
+                    render::deployment(owner, cinder, role, image, installed_release, config_hash)?;
+                if !unchanged(children.deployments.get(name), &desired) {
+                    apply(&api, name, &desired).await?;
+                }
+                if *role == Role::Api {
+                    let services: Api<Service> =
+                        Api::namespaced(ctx.client.clone(), &owner.namespace);
+                    apply(&services, &owner.name, &render::service(owner)?).await?;
+                }
+            }
+            WorkloadAction::Delete { name } => delete_background(&api, name).await?,
+        }
+    }
+    Ok(())
+}
+
+/// True when the live Deployment was applied from the same rendering.
+fn unchanged(live: Option<&Deployment>, desired: &Deployment) -> bool {
+    let hash = |d: &Deployment| {
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(TEMPLATE_HASH).cloned())
+    };
+    live.is_some_and(|l| hash(l).is_some() && hash(l) == hash(desired))
+}
+
+async fn write_status(
+    ctx: &Context,
+    cinder: &Cinder,
+    owner: &Owner,
+    decision: &Decision,
+) -> Result<()> {
+    let status = CinderStatus {
+        installed_release: decision.status.installed_release.clone(),
+        target_release: decision.status.target_release.clone(),
+        upgrade_phase: CinderUpgradePhase::None,
+        conditions: decision
+            .status
+            .conditions
+            .iter()
+            .map(|c| Condition {
+                type_: c.kind.clone(),
+                status: if c.status { "True" } else { "False" }.into(),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+                last_transition_time: Time(
+                    c.last_transition_time
+                        .parse()
+                        .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now()),
+                ),
+                observed_generation: c.observed_generation,
+            })
+            .collect(),
+        observed_generation: Some(decision.status.observed_generation),
+    };
+    if cinder.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<Cinder> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}

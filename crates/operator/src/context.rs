@@ -1,0 +1,68 @@
+//! What every reconcile shares: the client, the event recorder, the scope and the
+//! per-object failure counts that drive error backoff.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+
+/// How an operator instance is set up.
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// Watch only this namespace (None: all namespaces).
+    pub namespace: Option<String>,
+    /// Reconciles running at once.
+    pub concurrency: u16,
+    /// This instance's name in events (`reportingInstance`), e.g. the pod name.
+    pub instance: String,
+}
+
+impl Default for OperatorConfig {
+    fn default() -> Self {
+        OperatorConfig {
+            namespace: None,
+            concurrency: 4,
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| "ratchet".into()),
+        }
+    }
+}
+
+pub struct Context {
+    pub client: Client,
+    pub config: OperatorConfig,
+    /// One recorder for all events, so repeats aggregate into series.
+    pub recorder: Recorder,
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    pub fn new(client: Client, config: OperatorConfig) -> Context {
+        let reporter = Reporter {
+            controller: "ratchet".into(),
+            instance: Some(config.instance.clone()),
+        };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            config,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts one more consecutive failure for the object and returns the count.
+    pub fn record_failure(&self, key: &str) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let count = failures.entry(key.to_string()).or_default();
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets the object's failures after a successful pass.
+    pub fn record_success(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+}

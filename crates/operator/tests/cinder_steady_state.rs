@@ -1,0 +1,465 @@
+//! Cinder in steady state on a real control plane: fresh install, patch bumps,
+//! the lockstep guard, failures and recovery, back-end removal, deletion and the
+//! CRD's own validation (contract rows C1, C11, C12, C17–C20).
+
+mod common;
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use common::{Harness, TIMEOUT, cinder_manifest, condition};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
+use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_testenv::wait::{until, until_deleted};
+use ratchet_testenv::{Behaviour, PodSelector};
+use serde_json::json;
+
+fn image_of(d: &Deployment) -> String {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+fn job_image(j: &Job) -> String {
+    j.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+const REPO: &str = "registry.invalid/openstack/cinder";
+
+#[tokio::test]
+async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> Result<()> {
+    let h = Harness::start("install").await?;
+    // Record the order in which Deployments appear: the watch must be running
+    // (initial list done) before the Cinder exists.
+    let deployments: Api<Deployment> = h.api();
+    let mut events = watcher::watcher(deployments.clone(), watcher::Config::default()).boxed();
+    loop {
+        let event = tokio::time::timeout(TIMEOUT, events.next())
+            .await?
+            .context("watch ended")??;
+        if matches!(event, watcher::Event::InitDone) {
+            break;
+        }
+    }
+    let mut created = events.applied_objects().boxed();
+    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &["lvm", "nfs"]))
+        .await?;
+    let ready = h.wait_ready("c").await?;
+    let status = ready.status.context("status")?;
+    ensure!(status.installed_release == "2026.1");
+    ensure!(status.target_release.is_empty());
+    for kind in ["DatabaseReady", "DeploymentsReady", "Ready"] {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == kind)
+            .context(kind)?;
+        ensure!(
+            c.status == "True" && c.observed_generation == ready.metadata.generation,
+            "{c:?}"
+        );
+    }
+
+    let mut order = Vec::new();
+    while order.len() < 5 {
+        let d = tokio::time::timeout(TIMEOUT, created.next())
+            .await?
+            .context("watch ended")??;
+        let name = d.metadata.name.clone().unwrap_or_default();
+        if !order.contains(&name) {
+            order.push(name);
+        }
+    }
+    ensure!(
+        order
+            == [
+                "c-scheduler",
+                "c-volume-lvm",
+                "c-volume-nfs",
+                "c-backup",
+                "c"
+            ],
+        "creation order {order:?}"
+    );
+
+    // One db-sync Job on the spec image, the seed's command, backoffLimit 4.
+    let job = h.api::<Job>().get("c-db-sync").await?;
+    let spec = job.spec.as_ref().context("job spec")?;
+    ensure!(spec.backoff_limit == Some(4));
+    let container = spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.containers.first())
+        .context("container")?;
+    ensure!(container.image.as_deref() == Some(&*format!("{REPO}:2026.1")));
+    ensure!(
+        container.command.clone().unwrap_or_default()
+            == [
+                "cinder-manage",
+                "--config-dir",
+                "/etc/cinder/cinder.conf.d",
+                "db",
+                "sync"
+            ]
+    );
+    let jobs = h.api::<Job>().list(&Default::default()).await?;
+    ensure!(
+        jobs.items.len() == 1,
+        "only the db-sync Job on a fresh install"
+    );
+    let completed = job
+        .status
+        .as_ref()
+        .and_then(|s| s.completion_time.clone())
+        .context("completion")?;
+    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
+        let created_at = d.metadata.creation_timestamp.clone().context("creation")?;
+        ensure!(
+            created_at.0
+                >= completed
+                    .0
+                    .round(k8s_openapi::jiff::Unit::Second)
+                    .unwrap_or(completed.0)
+                    - k8s_openapi::jiff::SignedDuration::from_secs(1),
+            "workload created before the database was ready"
+        );
+        ensure!(image_of(&d) == format!("{REPO}:2026.1"));
+    }
+
+    // The config: cinder.conf mounted whole at the config dir, no secrets in it.
+    let cm = h.api::<ConfigMap>().get("c-config").await?;
+    let conf = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("cinder.conf"))
+        .context("cinder.conf key")?;
+    ensure!(conf.contains("[lvm]") && conf.contains("[nfs]"));
+    ensure!(
+        !conf.contains("secret@"),
+        "a secret value leaked into the ConfigMap"
+    );
+
+    // Volume Deployments serve their own back end; API probes; restricted security.
+    let lvm = h.api::<Deployment>().get("c-volume-lvm").await?;
+    let pod = lvm
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .context("pod spec")?;
+    let env = pod.containers[0].env.clone().unwrap_or_default();
+    ensure!(
+        env.iter()
+            .any(|e| e.name == "OS_DEFAULT__ENABLED_BACKENDS" && e.value.as_deref() == Some("lvm"))
+    );
+    ensure!(env.iter().any(|e| e.name == "OS_DATABASE__CONNECTION"
+        && e.value.is_none()
+        && e.value_from.is_some()));
+    let security = pod.containers[0]
+        .security_context
+        .clone()
+        .context("security context")?;
+    ensure!(
+        security.run_as_non_root == Some(true)
+            && security.allow_privilege_escalation == Some(false)
+    );
+    let mounts = pod.containers[0].volume_mounts.clone().unwrap_or_default();
+    ensure!(
+        mounts
+            .iter()
+            .any(|m| m.mount_path == "/etc/cinder/cinder.conf.d")
+    );
+    let release_annotation = |d: &Deployment| {
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get("cinder.c5c3.io/installed-release").cloned())
+    };
+    ensure!(release_annotation(&lvm).as_deref() == Some("2026.1"));
+    let api = h.api::<Deployment>().get("c").await?;
+    ensure!(
+        release_annotation(&api).is_none(),
+        "the API carries no installed-release annotation"
+    );
+    let api_container = &api
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .context("api pod")?
+        .containers[0];
+    ensure!(api_container.readiness_probe.is_some() && api_container.liveness_probe.is_some());
+    h.api::<Service>().get("c").await?;
+
+    let reasons = h.event_reasons("c").await?;
+    ensure!(
+        reasons.iter().filter(|r| *r == "DatabaseSynced").count() == 1,
+        "events {reasons:?}"
+    );
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn patch_bump_reruns_db_sync_on_the_new_image_before_rolling() -> Result<()> {
+    let h = Harness::start("patch").await?;
+    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &["lvm"]))
+        .await?;
+    h.wait_ready("c").await?;
+    let first_uid = h.api::<Job>().get("c-db-sync").await?.metadata.uid;
+
+    // The new db-sync takes a moment, so the old workloads are seen waiting for it.
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-sync").with_image_containing("2026.1-p1"),
+        Behaviour::default().with_run_time(Duration::from_secs(2)),
+    );
+    h.patch_cinder("c", json!({ "spec": { "image": { "tag": "2026.1-p1" } } }))
+        .await?;
+    let jobs: Api<Job> = h.api();
+    until(&jobs, "c-db-sync", TIMEOUT, "new db-sync running", |j| {
+        j.metadata.uid != first_uid && j.status.as_ref().and_then(|s| s.active) == Some(1)
+    })
+    .await?;
+    let scheduler = h.api::<Deployment>().get("c-scheduler").await?;
+    ensure!(
+        image_of(&scheduler) == format!("{REPO}:2026.1"),
+        "rolled before the db-sync finished"
+    );
+
+    let ready = h.wait_ready("c").await?;
+    ensure!(ready.status.as_ref().map(|s| s.installed_release.as_str()) == Some("2026.1"));
+    ensure!(job_image(&jobs.get("c-db-sync").await?) == format!("{REPO}:2026.1-p1"));
+    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
+        ensure!(
+            image_of(&d) == format!("{REPO}:2026.1-p1"),
+            "{:?} not rolled",
+            d.metadata.name
+        );
+    }
+    let phase = ready.status.map(|s| s.upgrade_phase);
+    ensure!(
+        phase == Some(Default::default()),
+        "a patch bump enters no phase"
+    );
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn lockstep_mismatch_blocks_until_the_image_is_fixed() -> Result<()> {
+    let h = Harness::start("lockstep").await?;
+    h.create_cinder(cinder_manifest("c", "2026.2", "2026.1-p1", &[]))
+        .await?;
+    let blocked = h
+        .wait_condition("c", "DatabaseReady", "False", "ImageReleaseMismatch")
+        .await?;
+    ensure!(condition(&blocked, "Ready").is_some_and(|(s, _)| s == "False"));
+    ensure!(
+        h.api::<Job>()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty(),
+        "nothing advances"
+    );
+    ensure!(
+        h.api::<Deployment>()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+
+    h.patch_cinder("c", json!({ "spec": { "image": { "tag": "2026.2" } } }))
+        .await?;
+    h.wait_ready("c").await?;
+    let reasons = h.event_reasons("c").await?;
+    ensure!(
+        reasons
+            .iter()
+            .filter(|r| *r == "ImageReleaseMismatch")
+            .count()
+            == 1,
+        "events {reasons:?}"
+    );
+
+    // A digest is trusted whatever the release.
+    let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let mut manifest = cinder_manifest("d", "2026.2", "x", &[]);
+    manifest["spec"]["image"] = json!({ "repository": REPO, "digest": digest });
+    h.create_cinder(manifest).await?;
+    h.wait_ready("d").await?;
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn failing_db_sync_reports_and_recovers_after_a_spec_change() -> Result<()> {
+    let h = Harness::start("dbfail").await?;
+    let rule = h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-sync"),
+        Behaviour::always_exit(1, "OperationalError: unable to open database"),
+    );
+    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &[]))
+        .await?;
+    let failed = h
+        .wait_condition("c", "DatabaseReady", "False", "DBSyncFailed")
+        .await?;
+    let message = failed
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "DatabaseReady"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    ensure!(
+        message.contains("BackoffLimitExceeded") && message.contains("fix the cause"),
+        "{message}"
+    );
+    let job = h.api::<Job>().get("c-db-sync").await?;
+    ensure!(
+        job.status.as_ref().and_then(|s| s.failed) == Some(5),
+        "five pods failed"
+    );
+    ensure!(failed.status.as_ref().map(|s| s.installed_release.as_str()) == Some(""));
+
+    h.env.scenarios().remove(rule);
+    h.patch_cinder("c", json!({ "spec": { "image": { "tag": "2026.1-p1" } } }))
+        .await?;
+    h.wait_ready("c").await?;
+    let reasons = h.event_reasons("c").await?;
+    ensure!(
+        reasons.iter().filter(|r| *r == "DBSyncFailed").count() == 1,
+        "events {reasons:?}"
+    );
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn missing_secret_blocks_until_it_exists() -> Result<()> {
+    let h = Harness::start("secret").await?;
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &[]);
+    manifest["spec"]["database"]["secretName"] = json!("late-db");
+    h.create_cinder(manifest).await?;
+    h.wait_condition("c", "DatabaseReady", "False", "SecretMissing")
+        .await?;
+    ensure!(
+        h.api::<Job>()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": "late-db" },
+        "stringData": { "connection": "mysql+pymysql://x:y@db/cinder" },
+    }))?;
+    h.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    h.wait_ready("c").await?;
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn removing_a_back_end_removes_its_deployment_and_deleting_removes_all() -> Result<()> {
+    let h = Harness::start("remove").await?;
+    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &["lvm", "nfs"]))
+        .await?;
+    h.wait_ready("c").await?;
+    h.patch_cinder("c", json!({ "spec": { "volumes": { "nfs": null } } }))
+        .await?;
+    let deployments: Api<Deployment> = h.api();
+    until_deleted(&deployments, "c-volume-nfs", TIMEOUT).await?;
+    let config = h.api::<ConfigMap>().get("c-config").await?;
+    let conf = config
+        .data
+        .and_then(|d| d.get("cinder.conf").cloned())
+        .unwrap_or_default();
+    ensure!(
+        !conf.contains("[nfs]"),
+        "the removed back end is still configured"
+    );
+    h.wait_ready("c").await?;
+
+    h.api::<Cinder>()
+        .delete("c", &DeleteParams::background())
+        .await?;
+    for name in ["c-scheduler", "c-volume-lvm", "c-backup", "c"] {
+        until_deleted(&deployments, name, TIMEOUT).await?;
+    }
+    until_deleted(&h.api::<Job>(), "c-db-sync", TIMEOUT).await?;
+    until_deleted(&h.api::<ConfigMap>(), "c-config", TIMEOUT).await?;
+    until_deleted(&h.api::<Service>(), "c", TIMEOUT).await?;
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_crd_rejects_bad_releases_and_image_pins() -> Result<()> {
+    let h = Harness::start("crd").await?;
+    let reject = |manifest: serde_json::Value, expected: &'static str| {
+        let h = &h;
+        async move {
+            let err = h
+                .create_cinder(manifest)
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            ensure!(
+                err.contains(expected),
+                "expected rejection mentioning {expected:?}, got {err:?}"
+            );
+            Ok::<_, anyhow::Error>(())
+        }
+    };
+    reject(
+        cinder_manifest("a", "2025.9", "2025.9", &[]),
+        "spec.openStackRelease",
+    )
+    .await?;
+    reject(
+        cinder_manifest("b", "2026.1 ", "2026.1", &[]),
+        "spec.openStackRelease",
+    )
+    .await?;
+    let mut both = cinder_manifest("c", "2026.1", "2026.1", &[]);
+    both["spec"]["image"]["digest"] =
+        json!("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    reject(
+        both,
+        "set exactly one of spec.image.tag and spec.image.digest",
+    )
+    .await?;
+    let mut neither = cinder_manifest("d", "2026.1", "2026.1", &[]);
+    neither["spec"]["image"] = json!({ "repository": REPO });
+    reject(
+        neither,
+        "set exactly one of spec.image.tag and spec.image.digest",
+    )
+    .await?;
+    reject(
+        cinder_manifest("e", "2026.1", "2026.1", &["Bad_Name"]),
+        "volume back-end names",
+    )
+    .await?;
+    h.finish().await;
+    Ok(())
+}
