@@ -16,6 +16,8 @@ pub struct OperatorConfig {
     pub concurrency: u16,
     /// This instance's name in events (`reportingInstance`), e.g. the pod name.
     pub instance: String,
+    /// Serve admission webhooks (None: controllers only).
+    pub webhook: Option<crate::webhooks::WebhookConfig>,
 }
 
 impl Default for OperatorConfig {
@@ -24,6 +26,7 @@ impl Default for OperatorConfig {
             namespace: None,
             concurrency: 4,
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| "ratchet".into()),
+            webhook: None,
         }
     }
 }

@@ -14,6 +14,9 @@ pub enum Error {
     #[error("serialisation error: {0}")]
     Serde(#[from] serde_json::Error),
 
+    #[error("webhook TLS: {0}")]
+    Tls(String),
+
     #[error("the object has no {0}")]
     MissingField(&'static str),
 }
@@ -26,6 +29,7 @@ impl Error {
             Error::Blocked { reason, .. } => reason.clone(),
             Error::Serde(_) => "serde".into(),
             Error::MissingField(_) => "missing_field".into(),
+            Error::Tls(_) => "tls".into(),
         }
     }
 }

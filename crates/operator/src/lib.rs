@@ -8,6 +8,7 @@ pub mod context;
 pub mod error;
 mod events;
 pub mod labels;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ pub use error::Error;
 pub struct OperatorHandle {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    webhook: Option<webhooks::WebhookServer>,
 }
 
 impl OperatorHandle {
@@ -27,6 +29,12 @@ impl OperatorHandle {
             let _ = tx.send(());
         }
         let _ = (&mut self.task).await;
+        self.webhook.take();
+    }
+
+    /// Where the admission webhook listens, if it runs.
+    pub fn webhook_addr(&self) -> Option<std::net::SocketAddr> {
+        self.webhook.as_ref().map(|w| w.local_addr)
     }
 }
 
@@ -36,8 +44,13 @@ impl Drop for OperatorHandle {
     }
 }
 
-/// Starts every controller on the current runtime.
-pub fn start(client: kube::Client, config: OperatorConfig) -> OperatorHandle {
+/// Starts the webhook server (when configured) and every controller on the
+/// current runtime.
+pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<OperatorHandle, Error> {
+    let webhook = match &config.webhook {
+        Some(webhook) => Some(webhooks::start(&client, webhook).await?),
+        None => None,
+    };
     let ctx = Arc::new(Context::new(client, config));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -46,8 +59,9 @@ pub fn start(client: kube::Client, config: OperatorConfig) -> OperatorHandle {
         })
         .await;
     });
-    OperatorHandle {
+    Ok(OperatorHandle {
         shutdown: Some(tx),
         task,
-    }
+        webhook,
+    })
 }

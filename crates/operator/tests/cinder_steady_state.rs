@@ -463,3 +463,27 @@ async fn the_crd_rejects_bad_releases_and_image_pins() -> Result<()> {
     h.finish().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn the_admission_webhook_refuses_a_downgrade_of_an_installed_release() -> Result<()> {
+    let h = Harness::start("downgrade").await?;
+    h.create_cinder(cinder_manifest("c", "2026.2", "2026.2", &[])).await?;
+    h.wait_ready("c").await?;
+    let err = h
+        .patch_cinder(
+            "c",
+            json!({ "spec": { "openStackRelease": "2026.1", "image": { "tag": "2026.1" } } }),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    ensure!(
+        err.contains("admission webhook") && err.contains("older than the installed release 2026.2"),
+        "{err}"
+    );
+    let still = h.api::<Cinder>().get("c").await?;
+    ensure!(still.spec.open_stack_release == "2026.2");
+    h.finish().await;
+    Ok(())
+}

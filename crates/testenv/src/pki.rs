@@ -6,10 +6,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
-};
+use ratchet_pki::CertificateAuthority;
+use rcgen::KeyPair;
 
 use crate::error::{IoContext, Result};
 
@@ -27,88 +25,6 @@ pub struct PkiFiles {
     pub admin_key_pem: String,
 }
 
-/// A certificate authority that can issue leaf certificates.
-pub struct CertificateAuthority {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-/// A leaf certificate and its private key, PEM-encoded.
-pub struct IssuedCertificate {
-    pub cert_pem: String,
-    pub key_pem: String,
-}
-
-impl CertificateAuthority {
-    pub fn new(common_name: &str) -> Result<Self> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name = name(common_name, &[]);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
-        Ok(CertificateAuthority { issuer })
-    }
-
-    pub fn cert_pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    /// A serving certificate valid for the given DNS names and loopback addresses.
-    pub fn issue_server(&self, common_name: &str, dns_names: &[&str]) -> Result<IssuedCertificate> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name = name(common_name, &[]);
-        params.subject_alt_names = dns_names
-            .iter()
-            .map(|n| (*n).try_into().map(SanType::DnsName))
-            .collect::<Result<Vec<_>, _>>()?;
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))));
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        self.sign(params)
-    }
-
-    /// A client certificate; Kubernetes reads the user from CN and groups from O.
-    pub fn issue_client(&self, user: &str, groups: &[&str]) -> Result<IssuedCertificate> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name = name(user, groups);
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        self.sign(params)
-    }
-
-    fn sign(&self, params: CertificateParams) -> Result<IssuedCertificate> {
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(IssuedCertificate {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
-    }
-}
-
-fn name(common_name: &str, organisations: &[&str]) -> DistinguishedName {
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, common_name);
-    for org in organisations {
-        dn.push(DnType::OrganizationName, *org);
-    }
-    dn
-}
-
 /// Generates and writes every file a control plane needs into `dir`.
 pub fn write_cluster_pki(dir: &Path) -> Result<PkiFiles> {
     std::fs::create_dir_all(dir).at(dir)?;
@@ -121,6 +37,10 @@ pub fn write_cluster_pki(dir: &Path) -> Result<PkiFiles> {
             "kubernetes.default",
             "kubernetes.default.svc",
             "kubernetes.default.svc.cluster.local",
+        ],
+        &[
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
         ],
     )?;
     let admin = ca.issue_client("ratchet-admin", &["system:masters"])?;

@@ -3,15 +3,18 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{TestEnv, TestNamespace};
@@ -51,14 +54,33 @@ impl Harness {
             }))?;
             secrets.create(&PostParams::default(), &secret).await?;
         }
+        // Each test's operator serves its own admission webhook on a free port,
+        // registered for its namespace only.
+        let webhook = WebhookConfig {
+            bind: "127.0.0.1:0".parse()?,
+            tls: TlsSource::SelfManaged {
+                dns_names: vec!["localhost".into()],
+                ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+            },
+            registration: Some(Registration {
+                name: format!("ratchet-{}", ns.name()),
+                endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
+                namespace_selector: Some(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_string(),
+                    ns.name().to_string(),
+                )])),
+            }),
+        };
         let operator = ratchet_operator::start(
             client.clone(),
             OperatorConfig {
                 namespace: Some(ns.name().to_string()),
                 instance: format!("test-{}", ns.name()),
+                webhook: Some(webhook),
                 ..OperatorConfig::default()
             },
-        );
+        )
+        .await?;
         Ok(Harness {
             env,
             client,
@@ -153,6 +175,10 @@ impl Harness {
         if let Some(op) = self.operator.take() {
             op.stop().await;
         }
+        let webhooks: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
+        let _ = webhooks
+            .delete(&format!("ratchet-{}", self.ns.name()), &Default::default())
+            .await;
         self.ns.cleanup().await;
     }
 }

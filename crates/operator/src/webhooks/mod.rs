@@ -1,0 +1,48 @@
+//! Admission webhooks: served over TLS by the operator, registered with the API
+//! server, deciding through pure validation functions.
+
+pub mod registration;
+pub mod server;
+pub mod tls;
+pub mod validation;
+
+use std::net::SocketAddr;
+
+use kube::Client;
+
+pub use registration::{Endpoint, Registration};
+pub use server::WebhookServer;
+pub use tls::TlsSource;
+
+use crate::error::{Error, Result};
+
+/// How the operator serves its webhooks.
+#[derive(Clone, Debug)]
+pub struct WebhookConfig {
+    pub bind: SocketAddr,
+    pub tls: TlsSource,
+    /// Keep a ValidatingWebhookConfiguration pointing at this server (requires a
+    /// self-managed certificate, whose CA goes into the caBundle).
+    pub registration: Option<Registration>,
+}
+
+/// Starts serving and, when asked, registers the configuration. With a URL
+/// endpoint whose port is 0, the bound port is filled in.
+pub async fn start(client: &Client, config: &WebhookConfig) -> Result<WebhookServer> {
+    let identity = tls::load(&config.tls)?;
+    let server = server::start(config.bind, &identity.cert_pem, &identity.key_pem).await?;
+    if let Some(registration) = &config.registration {
+        let ca = identity.ca_pem.as_deref().ok_or_else(|| {
+            Error::Tls("registering the webhook needs a self-managed certificate (its CA goes into caBundle)".into())
+        })?;
+        let mut registration = registration.clone();
+        if let Endpoint::Url(base) = &registration.endpoint
+            && base.ends_with(":0")
+        {
+            let base = base.trim_end_matches(":0");
+            registration.endpoint = Endpoint::Url(format!("{base}:{}", server.local_addr.port()));
+        }
+        registration::register(client, &registration, ca).await?;
+    }
+    Ok(server)
+}

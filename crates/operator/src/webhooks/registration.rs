@@ -1,0 +1,78 @@
+//! The ValidatingWebhookConfiguration that points the API server at us.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use kube::{Api, Client};
+use serde_json::json;
+
+use super::server::CINDER_PATH;
+use crate::children::apply;
+use crate::error::Result;
+
+/// How the API server reaches the webhook.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    /// A URL base, e.g. `https://127.0.0.1:9443` (local clusters, tests).
+    Url(String),
+    /// A Service in the cluster.
+    Service {
+        namespace: String,
+        name: String,
+        port: i32,
+    },
+}
+
+/// The configuration object Ratchet keeps up to date.
+#[derive(Clone, Debug)]
+pub struct Registration {
+    pub name: String,
+    pub endpoint: Endpoint,
+    /// Only namespaces with these labels are validated (None: all).
+    pub namespace_selector: Option<BTreeMap<String, String>>,
+}
+
+/// Creates or updates the configuration. `ca_pem` is the CA that signed the
+/// serving certificate; re-applying it on every start keeps it correct after
+/// the object is replaced by Helm or GitOps.
+pub async fn register(client: &Client, registration: &Registration, ca_pem: &str) -> Result<()> {
+    let mut client_config = match &registration.endpoint {
+        Endpoint::Url(base) => json!({ "url": format!("{base}{CINDER_PATH}") }),
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+        } => json!({
+            "service": { "namespace": namespace, "name": name, "port": port, "path": CINDER_PATH }
+        }),
+    };
+    client_config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca_pem));
+    let mut webhook = json!({
+        "name": "cinders.validate.ratchet.c5c3.io",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 5,
+        "clientConfig": client_config,
+        "rules": [{
+            "apiGroups": ["cinder.openstack.c5c3.io"],
+            "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["cinders"],
+            "scope": "Namespaced",
+        }],
+    });
+    if let Some(labels) = &registration.namespace_selector {
+        webhook["namespaceSelector"] = json!({ "matchLabels": labels });
+    }
+    let object: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": { "name": registration.name, "labels": { "app.kubernetes.io/managed-by": "ratchet" } },
+        "webhooks": [webhook],
+    }))?;
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    apply(&api, &registration.name, &object).await?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! The HTTPS server the API server calls for admission (axum + rustls).
+
+use std::net::SocketAddr;
+
+use axum::routing::post;
+use axum::{Json, Router};
+use axum_server::tls_rustls::RustlsConfig;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use ratchet_api::cinder::v1alpha1::Cinder;
+
+use super::validation::validate_cinder;
+use crate::error::{Error, Result};
+
+pub const CINDER_PATH: &str = "/validate/cinders";
+
+/// A running webhook server; stops when dropped.
+pub struct WebhookServer {
+    pub local_addr: SocketAddr,
+    handle: axum_server::Handle<SocketAddr>,
+}
+
+impl Drop for WebhookServer {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+    }
+}
+
+pub async fn start(bind: SocketAddr, cert_pem: &str, key_pem: &str) -> Result<WebhookServer> {
+    // kube and axum-server both use rustls; one process-wide provider (ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = RustlsConfig::from_pem(cert_pem.as_bytes().to_vec(), key_pem.as_bytes().to_vec())
+        .await
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let listener = std::net::TcpListener::bind(bind)
+        .map_err(|e| Error::Tls(format!("binding {bind}: {e}")))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let app = Router::new().route(CINDER_PATH, post(review_cinder));
+    let handle = axum_server::Handle::new();
+    let server = axum_server::from_tcp_rustls(listener, tls)
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .handle(handle.clone());
+    tokio::spawn(async move {
+        if let Err(e) = server.serve(app.into_make_service()).await {
+            tracing::error!(error = %e, "webhook server stopped");
+        }
+    });
+    tracing::info!(%local_addr, "admission webhook serving");
+    Ok(WebhookServer { local_addr, handle })
+}
+
+async fn review_cinder(
+    Json(review): Json<AdmissionReview<Cinder>>,
+) -> Json<AdmissionReview<DynamicObject>> {
+    let request: AdmissionRequest<Cinder> = match review.try_into() {
+        Ok(request) => request,
+        Err(e) => {
+            return Json(
+                AdmissionResponse::invalid(format!("malformed AdmissionReview: {e}")).into_review(),
+            );
+        }
+    };
+    let response = AdmissionResponse::from(&request);
+    let Some(new) = request.object.as_ref() else {
+        return Json(response.into_review());
+    };
+    let violations = validate_cinder(new, request.old_object.as_ref());
+    let response = if violations.is_empty() {
+        response
+    } else {
+        tracing::info!(name = %request.name, namespace = ?request.namespace, violations = ?violations, "admission denied");
+        response.deny(violations.join("; "))
+    };
+    Json(response.into_review())
+}

@@ -1,0 +1,144 @@
+//! What admission refuses, decided without I/O. Each message names the field.
+
+use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_release::{ImageRef, Release};
+
+/// Reasons to refuse a Cinder create or update; empty when it is admitted.
+///
+/// - `spec.openStackRelease` must be `YYYY.N` (N 1 or 2): the CRD pattern says
+///   the same, this catches clusters where the schema was edited.
+/// - `spec.image` must name a repository and exactly one of tag or digest.
+/// - A release older than `status.installedRelease` is refused (a downgrade),
+///   whether or not an upgrade is active. Moving back to the installed release
+///   itself is the abort and is admitted.
+pub fn validate_cinder(new: &Cinder, old: Option<&Cinder>) -> Vec<String> {
+    let mut violations = Vec::new();
+    let release = match Release::parse(&new.spec.open_stack_release) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            violations.push(format!("spec.openStackRelease: {e}"));
+            None
+        }
+    };
+    let image = &new.spec.image;
+    if let Err(e) = ImageRef::new(
+        &image.repository,
+        image.tag.as_deref(),
+        image.digest.as_deref(),
+    ) {
+        violations.push(e.to_string());
+    }
+    for name in new.spec.volumes.keys() {
+        if !is_dns_label(name) || name.len() > 40 {
+            violations.push(format!(
+                "spec.volumes: back-end name {name:?} must be a lowercase DNS label of at most 40 characters"
+            ));
+        }
+    }
+    if let (Some(release), Some(status)) = (release, old.and_then(|o| o.status.as_ref())) {
+        if let Ok(installed) = Release::parse(&status.installed_release)
+            && release < installed
+        {
+            violations.push(format!(
+                "spec.openStackRelease: {release} is older than the installed release {installed}; downgrades are not supported (OpenStack databases cannot be migrated backwards)"
+            ));
+        }
+    }
+    violations
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratchet_api::cinder::v1alpha1::{CinderStatus, CinderUpgradePhase};
+
+    fn cinder(release: &str, image: serde_json::Value) -> Cinder {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1alpha1",
+            "kind": "Cinder",
+            "metadata": { "name": "c", "namespace": "ns" },
+            "spec": {
+                "openStackRelease": release,
+                "image": image,
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+            }
+        }))
+        .expect("cinder")
+    }
+
+    fn tagged(release: &str) -> Cinder {
+        cinder(
+            release,
+            serde_json::json!({ "repository": "cinder", "tag": release }),
+        )
+    }
+
+    fn installed(release: &str, phase: CinderUpgradePhase) -> Cinder {
+        let mut c = tagged(release);
+        c.status = Some(CinderStatus {
+            installed_release: release.into(),
+            upgrade_phase: phase,
+            ..Default::default()
+        });
+        c
+    }
+
+    #[test]
+    fn admits_a_valid_create_and_a_forward_step() {
+        assert!(validate_cinder(&tagged("2026.1"), None).is_empty());
+        let old = installed("2026.1", CinderUpgradePhase::None);
+        assert!(validate_cinder(&tagged("2026.2"), Some(&old)).is_empty());
+    }
+
+    #[test]
+    fn refuses_bad_release_and_image_naming_the_field() {
+        let v = validate_cinder(&tagged("2025.9"), None);
+        assert!(
+            v.iter().any(|m| m.starts_with("spec.openStackRelease")),
+            "{v:?}"
+        );
+        let both = cinder(
+            "2026.1",
+            serde_json::json!({ "repository": "cinder", "tag": "2026.1", "digest": format!("sha256:{}", "a".repeat(64)) }),
+        );
+        let v = validate_cinder(&both, None);
+        assert!(
+            v.iter()
+                .any(|m| m.contains("exactly one of tag and digest")),
+            "{v:?}"
+        );
+        let neither = cinder("2026.1", serde_json::json!({ "repository": "cinder" }));
+        assert!(
+            validate_cinder(&neither, None)
+                .iter()
+                .any(|m| m.contains("spec.image"))
+        );
+    }
+
+    #[test]
+    fn refuses_downgrades_but_admits_the_abort() {
+        let old = installed("2026.2", CinderUpgradePhase::None);
+        let v = validate_cinder(&tagged("2026.1"), Some(&old));
+        assert!(
+            v.iter()
+                .any(|m| m.contains("older than the installed release 2026.2")),
+            "{v:?}"
+        );
+        // Reverting to the installed release during an upgrade is the abort.
+        let upgrading = installed("2026.1", CinderUpgradePhase::Migrating);
+        assert!(validate_cinder(&tagged("2026.1"), Some(&upgrading)).is_empty());
+        // Going below the installed release is refused during an upgrade too.
+        assert!(!validate_cinder(&tagged("2025.2"), Some(&upgrading)).is_empty());
+        // Unknown installed release (fresh object): nothing to compare.
+        assert!(validate_cinder(&tagged("2026.1"), Some(&tagged("2026.2"))).is_empty());
+    }
+}
