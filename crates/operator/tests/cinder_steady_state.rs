@@ -467,7 +467,8 @@ async fn the_crd_rejects_bad_releases_and_image_pins() -> Result<()> {
 #[tokio::test]
 async fn the_admission_webhook_refuses_a_downgrade_of_an_installed_release() -> Result<()> {
     let h = Harness::start("downgrade").await?;
-    h.create_cinder(cinder_manifest("c", "2026.2", "2026.2", &[])).await?;
+    h.create_cinder(cinder_manifest("c", "2026.2", "2026.2", &[]))
+        .await?;
     h.wait_ready("c").await?;
     let err = h
         .patch_cinder(
@@ -479,7 +480,8 @@ async fn the_admission_webhook_refuses_a_downgrade_of_an_installed_release() -> 
         .map(|e| e.to_string())
         .unwrap_or_default();
     ensure!(
-        err.contains("admission webhook") && err.contains("older than the installed release 2026.2"),
+        err.contains("admission webhook")
+            && err.contains("older than the installed release 2026.2"),
         "{err}"
     );
     let still = h.api::<Cinder>().get("c").await?;

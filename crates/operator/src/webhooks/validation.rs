@@ -35,14 +35,13 @@ pub fn validate_cinder(new: &Cinder, old: Option<&Cinder>) -> Vec<String> {
             ));
         }
     }
-    if let (Some(release), Some(status)) = (release, old.and_then(|o| o.status.as_ref())) {
-        if let Ok(installed) = Release::parse(&status.installed_release)
-            && release < installed
-        {
-            violations.push(format!(
-                "spec.openStackRelease: {release} is older than the installed release {installed}; downgrades are not supported (OpenStack databases cannot be migrated backwards)"
-            ));
-        }
+    if let (Some(release), Some(status)) = (release, old.and_then(|o| o.status.as_ref()))
+        && let Ok(installed) = Release::parse(&status.installed_release)
+        && release < installed
+    {
+        violations.push(format!(
+            "spec.openStackRelease: {release} is older than the installed release {installed}; downgrades are not supported (OpenStack databases cannot be migrated backwards)"
+        ));
     }
     violations
 }
