@@ -7,6 +7,7 @@ pub mod cinder;
 pub mod context;
 pub mod error;
 mod events;
+pub mod install;
 pub mod labels;
 pub mod webhooks;
 

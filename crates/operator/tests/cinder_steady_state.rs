@@ -151,7 +151,7 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         .context("cinder.conf key")?;
     ensure!(conf.contains("[lvm]") && conf.contains("[nfs]"));
     ensure!(
-        !conf.contains("secret@"),
+        !conf.contains("placeholder@"),
         "a secret value leaked into the ConfigMap"
     );
 

@@ -1,28 +1,45 @@
-//! `ratchet demo`: the embedded local control plane, built and started on this
-//! machine with nothing but Go and Rust.
+//! `ratchet demo`: Ratchet on its own local control plane, built and started on
+//! this machine with nothing but Go and Rust. It installs a Cinder and shows it
+//! converge; the cluster stays up for kubectl until Ctrl-C.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_operator::OperatorConfig;
+use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_testenv::{ClusterOptions, KubeletOptions, LocalCluster, SimKubelet};
+
+const NAMESPACE: &str = "demo";
 
 #[derive(Args)]
 pub struct DemoArgs {
+    /// OpenStack release to install.
+    #[arg(long, default_value = "2026.1")]
+    release: String,
+    /// Number of volume back ends.
+    #[arg(long, default_value_t = 1)]
+    backends: usize,
+    /// Delay before a simulated pod becomes Ready, in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    ready_delay_ms: u64,
     /// Keep the cluster's directory (certificates, logs, etcd data) after exit.
     #[arg(long)]
     keep_dir: bool,
-    /// Delay before a simulated pod becomes Ready, in milliseconds.
-    #[arg(long, default_value_t = 500)]
-    ready_delay_ms: u64,
-    /// Exit once the cluster is up instead of serving until Ctrl-C.
+    /// Exit once the Cinder is Ready instead of serving until Ctrl-C.
     #[arg(long)]
     exit_when_ready: bool,
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!(
-        "Starting Ratchet's local control plane (first run builds Kubernetes from Go modules)..."
+        "Starting Ratchet's local control plane (the first run builds Kubernetes from Go modules)..."
     );
     let cluster = LocalCluster::start_with(ClusterOptions {
         keep_dir: args.keep_dir,
@@ -31,8 +48,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     })
     .await
     .context("starting the local control plane")?;
+    let client = cluster.client()?;
     let kubelet = SimKubelet::start(
-        cluster.client()?,
+        client.clone(),
         KubeletOptions {
             ready_delay: Duration::from_millis(args.ready_delay_ms),
             ..KubeletOptions::default()
@@ -40,7 +58,6 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     )
     .await
     .context("starting the simulated kubelet")?;
-
     let t = cluster.timings();
     println!(
         "Local cluster ready in {:.1}s (etcd {:.1}s, kube-apiserver {:.1}s, kube-controller-manager {:.1}s).",
@@ -49,26 +66,129 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         t.apiserver.as_secs_f64(),
         t.controller_manager.as_secs_f64()
     );
-    println!("  API server:  {}", cluster.apiserver_url());
+
+    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    let operator = ratchet_operator::start(
+        client.clone(),
+        OperatorConfig {
+            webhook: Some(WebhookConfig {
+                bind: "127.0.0.1:0".parse()?,
+                tls: TlsSource::SelfManaged {
+                    dns_names: vec!["localhost".into()],
+                    ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+                },
+                registration: Some(Registration {
+                    name: "ratchet".into(),
+                    endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
+                    namespace_selector: None,
+                }),
+            }),
+            instance: "ratchet-demo".into(),
+            ..OperatorConfig::default()
+        },
+    )
+    .await
+    .context("starting the operator")?;
+    println!(
+        "Operator running (admission webhook on {}).",
+        operator
+            .webhook_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+    );
+
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": NAMESPACE } }))?;
+    namespaces
+        .patch(
+            NAMESPACE,
+            &PatchParams::apply("ratchet-demo"),
+            &Patch::Apply(&ns),
+        )
+        .await?;
+    ratchet_operator::install::ensure_example_secrets(&client, NAMESPACE).await?;
+    let backends: Vec<String> = (1..=args.backends).map(|i| format!("backend{i}")).collect();
+    let backend_refs: Vec<&str> = backends.iter().map(String::as_str).collect();
+    let manifest = ratchet_api::cinder::example_manifest(
+        "cinder",
+        &args.release,
+        "registry.invalid/openstack/cinder",
+        &args.release,
+        &backend_refs,
+    );
+    let cinder: Cinder = serde_json::from_value(manifest)?;
+    let cinders: Api<Cinder> = Api::namespaced(client.clone(), NAMESPACE);
+    let started = Instant::now();
+    cinders
+        .create(&PostParams::default(), &cinder)
+        .await
+        .context("creating the demo Cinder")?;
+    println!(
+        "Created Cinder {NAMESPACE}/cinder at {} with {} back end(s).",
+        args.release, args.backends
+    );
+
+    follow_until_ready(&cinders, "cinder", started).await?;
     println!("  kubeconfig:  {}", cluster.kubeconfig_path().display());
     println!(
-        "  try:         {} --kubeconfig {} get nodes",
+        "  try:         {} --kubeconfig {} -n {NAMESPACE} get cinders,deployments,jobs",
         cluster.binaries().kubectl().display(),
         cluster.kubeconfig_path().display()
     );
-    for (component, log) in cluster.logs() {
-        println!("  {component} log: {}", log.display());
-    }
     if args.exit_when_ready {
+        operator.stop().await;
         drop(kubelet);
         return Ok(());
     }
     println!("Serving until Ctrl-C.");
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
+    crate::operator::shutdown_signal().await;
     println!("Stopping.");
+    operator.stop().await;
     drop(kubelet);
     drop(cluster);
     Ok(())
+}
+
+/// Prints every change of the Cinder's conditions until it is Ready.
+async fn follow_until_ready(api: &Api<Cinder>, name: &str, started: Instant) -> anyhow::Result<()> {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = watcher::watcher(api.clone(), config)
+        .applied_objects()
+        .boxed();
+    let mut last = String::new();
+    let deadline = Duration::from_secs(300);
+    loop {
+        let next = tokio::time::timeout(deadline.saturating_sub(started.elapsed()), stream.next())
+            .await
+            .context("the Cinder did not become Ready in time")?;
+        let Some(cinder) = next.transpose()? else {
+            bail!("the watch ended");
+        };
+        let Some(status) = cinder.status.as_ref() else {
+            continue;
+        };
+        let line = status
+            .conditions
+            .iter()
+            .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason))
+            .collect::<Vec<_>>()
+            .join("  ");
+        if line != last {
+            println!("  [{:>5.1}s] {line}", started.elapsed().as_secs_f64());
+            last = line;
+        }
+        let ready = status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready && status.observed_generation == cinder.metadata.generation {
+            println!(
+                "Cinder is Ready at release {} after {:.1}s.",
+                status.installed_release,
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+    }
 }

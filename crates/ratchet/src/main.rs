@@ -2,6 +2,7 @@
 
 mod crds;
 mod demo;
+mod operator;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +22,8 @@ enum Command {
     /// Start Ratchet's own local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, simulated kubelet) and keep it running.
     Demo(demo::DemoArgs),
+    /// Run the operator against the current cluster.
+    Operator(operator::OperatorArgs),
     /// Print Ratchet's CRDs as YAML (or write them, one file each, into a directory).
     Crds(crds::CrdsArgs),
 }
@@ -37,5 +40,6 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Demo(args) => demo::run(args).await,
         Command::Crds(args) => crds::run(args),
+        Command::Operator(args) => operator::run(args).await,
     }
 }

@@ -6,11 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use ratchet_api::cinder::v1alpha1::Cinder;
@@ -18,7 +16,6 @@ use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfi
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{TestEnv, TestNamespace};
-use serde_json::json;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -33,27 +30,9 @@ impl Harness {
     pub async fn start(prefix: &str) -> Result<Harness> {
         let env = TestEnv::shared()?;
         let client = env.client()?;
-        install_crds(&client).await?;
+        ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
         let ns = env.namespace(&client, prefix).await?;
-        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
-        for (name, key, value) in [
-            (
-                "cinder-db",
-                "connection",
-                "mysql+pymysql://cinder:secret@db/cinder",
-            ),
-            (
-                "cinder-mq",
-                "transport_url",
-                "rabbit://cinder:secret@mq:5672/",
-            ),
-        ] {
-            let secret: Secret = serde_json::from_value(json!({
-                "metadata": { "name": name },
-                "stringData": { key: value },
-            }))?;
-            secrets.create(&PostParams::default(), &secret).await?;
-        }
+        ratchet_operator::install::ensure_example_secrets(&client, ns.name()).await?;
         // Each test's operator serves its own admission webhook on a free port,
         // registered for its namespace only.
         let webhook = WebhookConfig {
@@ -198,51 +177,11 @@ pub fn cinder_manifest(
     tag: &str,
     backends: &[&str],
 ) -> serde_json::Value {
-    let volumes: serde_json::Map<String, serde_json::Value> = backends
-        .iter()
-        .map(|b| (b.to_string(), json!({ "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } })))
-        .collect();
-    json!({
-        "apiVersion": "cinder.openstack.c5c3.io/v1alpha1",
-        "kind": "Cinder",
-        "metadata": { "name": name },
-        "spec": {
-            "openStackRelease": release,
-            "image": { "repository": "registry.invalid/openstack/cinder", "tag": tag },
-            "database": { "secretName": "cinder-db", "key": "connection" },
-            "transport": { "secretName": "cinder-mq", "key": "transport_url" },
-            "volumes": volumes,
-        }
-    })
-}
-
-/// Applies Ratchet's CRDs (idempotent) and waits until they are served.
-pub async fn install_crds(client: &Client) -> Result<()> {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for (_, crd) in ratchet_api::crds() {
-        let name = crd.metadata.name.clone().context("CRD name")?;
-        crds.patch(
-            &name,
-            &PatchParams::apply("ratchet-tests").force(),
-            &Patch::Apply(&crd),
-        )
-        .await?;
-        until(
-            &crds,
-            &name,
-            TIMEOUT,
-            "CRD Established",
-            |c: &CustomResourceDefinition| {
-                c.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| {
-                        cs.iter()
-                            .any(|c| c.type_ == "Established" && c.status == "True")
-                    })
-            },
-        )
-        .await?;
-    }
-    Ok(())
+    ratchet_api::cinder::example_manifest(
+        name,
+        release,
+        "registry.invalid/openstack/cinder",
+        tag,
+        backends,
+    )
 }

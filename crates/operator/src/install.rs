@@ -1,0 +1,75 @@
+//! Installing Ratchet's CRDs into a cluster (the demo, tests, benchmarks).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client};
+
+use crate::error::{Error, Result};
+
+/// Applies every CRD (server-side, idempotent) and waits until each is served.
+pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for (_, crd) in ratchet_api::crds() {
+        let name = crd
+            .metadata
+            .name
+            .clone()
+            .ok_or(Error::MissingField("metadata.name"))?;
+        api.patch(
+            &name,
+            &PatchParams::apply("ratchet").force(),
+            &Patch::Apply(&crd),
+        )
+        .await?;
+        tokio::time::timeout(
+            timeout,
+            await_condition(api.clone(), &name, conditions::is_crd_established()),
+        )
+        .await
+        .map_err(|_| Error::Blocked {
+            reason: "CRDNotEstablished".into(),
+            message: format!("CRD {name} was not established within {timeout:?}"),
+        })?
+        .map_err(|e| Error::Blocked {
+            reason: "CRDNotEstablished".into(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
+/// Creates the Secrets [`ratchet_api::cinder::example_manifest`] refers to, with
+/// placeholder URLs (for demos and tests; nothing connects to them).
+pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<()> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for (name, key, value) in [
+        (
+            "cinder-db",
+            "connection",
+            "mysql+pymysql://cinder:placeholder@db/cinder",
+        ),
+        (
+            "cinder-mq",
+            "transport_url",
+            "rabbit://cinder:placeholder@mq:5672/",
+        ),
+    ] {
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": { "name": name },
+            "stringData": { key: value },
+        }))?;
+        api.patch(
+            name,
+            &PatchParams::apply("ratchet").force(),
+            &Patch::Apply(&secret),
+        )
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! `ratchet operator`: run the controllers (and optionally the admission
+//! webhook) against the current kubeconfig or the in-cluster service account.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use ratchet_operator::OperatorConfig;
+use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
+
+#[derive(Args)]
+pub struct OperatorArgs {
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long, env = "RATCHET_NAMESPACE")]
+    namespace: Option<String>,
+    /// Reconciles running at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: u16,
+    /// Serve the admission webhook on this address (e.g. 0.0.0.0:9443).
+    #[arg(long)]
+    webhook_bind: Option<SocketAddr>,
+    /// Serving certificate (PEM), e.g. issued by cert-manager. Without it the
+    /// operator generates one and manages the webhook configuration's caBundle.
+    #[arg(long, requires = "webhook_key_file")]
+    webhook_cert_file: Option<PathBuf>,
+    #[arg(long, requires = "webhook_cert_file")]
+    webhook_key_file: Option<PathBuf>,
+    /// Register the webhook as this Service: NAMESPACE/NAME:PORT.
+    #[arg(long, conflicts_with = "webhook_register_url")]
+    webhook_register_service: Option<String>,
+    /// Register the webhook at this URL base (e.g. https://127.0.0.1:9443).
+    #[arg(long)]
+    webhook_register_url: Option<String>,
+}
+
+fn parse_service(text: &str) -> anyhow::Result<Endpoint> {
+    let (namespace, rest) = text
+        .split_once('/')
+        .context("expected NAMESPACE/NAME:PORT")?;
+    let (name, port) = rest
+        .split_once(':')
+        .context("expected NAMESPACE/NAME:PORT")?;
+    Ok(Endpoint::Service {
+        namespace: namespace.into(),
+        name: name.into(),
+        port: port.parse().context("the port must be a number")?,
+    })
+}
+
+fn webhook_config(args: &OperatorArgs) -> anyhow::Result<Option<WebhookConfig>> {
+    let Some(bind) = args.webhook_bind else {
+        if args.webhook_register_service.is_some() || args.webhook_register_url.is_some() {
+            bail!("--webhook-register-* needs --webhook-bind");
+        }
+        return Ok(None);
+    };
+    let endpoint = match (&args.webhook_register_service, &args.webhook_register_url) {
+        (Some(service), _) => Some(parse_service(service)?),
+        (None, Some(url)) => Some(Endpoint::Url(url.clone())),
+        (None, None) => None,
+    };
+    let tls = match (&args.webhook_cert_file, &args.webhook_key_file) {
+        (Some(cert), Some(key)) => TlsSource::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => {
+            let mut dns_names = vec!["localhost".to_string()];
+            if let Some(Endpoint::Service {
+                namespace, name, ..
+            }) = &endpoint
+            {
+                dns_names.push(format!("{name}.{namespace}.svc"));
+                dns_names.push(format!("{name}.{namespace}.svc.cluster.local"));
+            }
+            TlsSource::SelfManaged {
+                dns_names,
+                ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+            }
+        }
+    };
+    Ok(Some(WebhookConfig {
+        bind,
+        tls,
+        registration: endpoint.map(|endpoint| Registration {
+            name: "ratchet".into(),
+            endpoint,
+            namespace_selector: None,
+        }),
+    }))
+}
+
+pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to Kubernetes (kubeconfig or in-cluster)")?;
+    let config = OperatorConfig {
+        namespace: args.namespace.clone(),
+        concurrency: args.concurrency,
+        webhook: webhook_config(&args)?,
+        ..OperatorConfig::default()
+    };
+    let handle = ratchet_operator::start(client, config).await?;
+    tracing::info!(namespace = ?args.namespace, "ratchet operator running");
+    shutdown_signal().await;
+    tracing::info!("shutting down: finishing in-flight reconciles");
+    handle.stop().await;
+    Ok(())
+}
+
+/// SIGTERM (Kubernetes) or Ctrl-C (people).
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
