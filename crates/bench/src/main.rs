@@ -2,6 +2,8 @@
 //! docs/benchmarks.md together with the command that produced them.
 
 mod cluster;
+mod counting;
+mod install;
 mod stats;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +19,8 @@ struct Cli {
 enum Command {
     /// Local control plane: start-up time (warm, optionally cold) and a 3-replica rollout.
     Cluster(cluster::ClusterArgs),
+    /// Cinder install: apply → Ready time and the operator's API requests.
+    Install(install::InstallArgs),
 }
 
 #[tokio::main]
@@ -29,5 +33,6 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Cluster(args) => cluster::run(args).await,
+        Command::Install(args) => install::run(args).await,
     }
 }
