@@ -1,6 +1,7 @@
 //! Conditions as the machine wants them, merged with what is stored: the
-//! transition time moves only when the status flips, and events fire only on
-//! changes, so a retry loop never floods the event stream.
+//! transition time moves only when the status flips, and a condition's event
+//! fires only when its reason changes, so a retry loop never floods the event
+//! stream.
 
 use crate::decision::{Event, EventType};
 use crate::observe::{ConditionState, StatusView};
@@ -12,6 +13,8 @@ pub struct Verdict {
     pub status: bool,
     pub reason: &'static str,
     pub message: String,
+    /// The event announcing that the condition took this reason.
+    pub announce: Option<EventType>,
 }
 
 impl Verdict {
@@ -20,25 +23,41 @@ impl Verdict {
             status: true,
             reason,
             message: message.into(),
+            announce: None,
         }
     }
+
     pub fn no(reason: &'static str, message: impl Into<String>) -> Verdict {
         Verdict {
             status: false,
             reason,
             message: message.into(),
+            announce: None,
         }
+    }
+
+    /// Announce the change with a Warning event.
+    pub fn warn(mut self) -> Verdict {
+        self.announce = Some(EventType::Warning);
+        self
+    }
+
+    /// Announce the change with a Normal event.
+    pub fn notify(mut self) -> Verdict {
+        self.announce = Some(EventType::Normal);
+        self
     }
 }
 
-/// The three standard conditions, with Ready derived from the other two.
+/// The three standard conditions (Ready derived from the other two) and the
+/// events for those whose reason changed since the stored status.
 pub fn standard(
     previous: &StatusView,
     generation: i64,
     now: &str,
     database: Verdict,
     deployments: Verdict,
-) -> Vec<ConditionState> {
+) -> (Vec<ConditionState>, Vec<Event>) {
     let ready = if database.status && deployments.status {
         Verdict::yes(reason::READY, "database and workloads are ready")
     } else {
@@ -52,68 +71,36 @@ pub fn standard(
             format!("{}: {}", why.reason, why.message),
         )
     };
-    [
+    let mut events = Vec::new();
+    let conditions = [
         (condition::DATABASE_READY, database),
         (condition::DEPLOYMENTS_READY, deployments),
         (condition::READY, ready),
     ]
     .into_iter()
-    .map(|(kind, verdict)| merge(previous, kind, verdict, generation, now))
-    .collect()
-}
-
-fn merge(
-    previous: &StatusView,
-    kind: &str,
-    verdict: Verdict,
-    generation: i64,
-    now: &str,
-) -> ConditionState {
-    let last_transition_time = match previous.condition(kind) {
-        Some(old) if old.status == verdict.status => old.last_transition_time.clone(),
-        _ => now.to_string(),
-    };
-    ConditionState {
-        kind: kind.to_string(),
-        status: verdict.status,
-        reason: verdict.reason.to_string(),
-        message: verdict.message,
-        last_transition_time,
-        observed_generation: Some(generation),
-    }
-}
-
-/// Reasons whose arrival on DatabaseReady is announced, and how.
-fn database_event(reason: &str) -> Option<EventType> {
-    match reason {
-        reason::DATABASE_SYNCED => Some(EventType::Normal),
-        reason::DB_SYNC_FAILED
-        | reason::IMAGE_RELEASE_MISMATCH
-        | reason::INVALID_IMAGE
-        | reason::SECRET_MISSING
-        | reason::VERSION_PARSE_ERROR
-        | reason::DOWNGRADE_NOT_SUPPORTED
-        | reason::UPGRADE_PATH_INVALID => Some(EventType::Warning),
-        _ => None,
-    }
-}
-
-/// Events for conditions whose reason changed since the stored status. The same
-/// failure seen again on a retry changes nothing and announces nothing.
-pub fn transition_events(previous: &StatusView, next: &[ConditionState]) -> Vec<Event> {
-    next.iter()
-        .filter(|c| c.kind == condition::DATABASE_READY)
-        .filter(|c| {
-            previous
-                .condition(&c.kind)
-                .is_none_or(|old| old.reason != c.reason || old.status != c.status)
-        })
-        .filter_map(|c| {
-            database_event(&c.reason).map(|kind| Event {
+    .map(|(kind, verdict)| {
+        let old = previous.condition(kind);
+        let changed = old.is_none_or(|o| o.reason != verdict.reason || o.status != verdict.status);
+        if changed && let Some(kind) = verdict.announce {
+            events.push(Event {
                 kind,
-                reason: c.reason.clone(),
-                message: c.message.clone(),
-            })
-        })
-        .collect()
+                reason: verdict.reason.to_string(),
+                message: verdict.message.clone(),
+            });
+        }
+        let last_transition_time = match old {
+            Some(o) if o.status == verdict.status => o.last_transition_time.clone(),
+            _ => now.to_string(),
+        };
+        ConditionState {
+            kind: kind.to_string(),
+            status: verdict.status,
+            reason: verdict.reason.to_string(),
+            message: verdict.message,
+            last_transition_time,
+            observed_generation: Some(generation),
+        }
+    })
+    .collect();
+    (conditions, events)
 }

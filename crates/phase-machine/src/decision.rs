@@ -39,6 +39,8 @@ pub enum WorkloadAction {
         name: String,
         image: String,
         installed_release: String,
+        /// RPC/object version pin for its pods (`None`: unpinned).
+        pin: Option<String>,
     },
     Delete {
         name: String,
@@ -60,8 +62,21 @@ pub enum Outcome {
 pub struct DesiredStatus {
     pub installed_release: String,
     pub target_release: String,
+    /// Phase name, empty in steady state.
+    pub phase: String,
+    /// The workload an upgrade roll is waiting on, empty otherwise.
+    pub rolling_workload: String,
     pub conditions: Vec<ConditionState>,
     pub observed_generation: i64,
+}
+
+/// An upgrade-check result to report exactly once for its Job: record the UID,
+/// then publish the event; if recording fails, publish
+/// `UpgradeCheckEventEmissionDeferred` instead and report on a later pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckReport {
+    pub job_uid: String,
+    pub event: Event,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,5 +85,6 @@ pub struct Decision {
     pub events: Vec<Event>,
     pub jobs: Vec<JobAction>,
     pub workloads: Vec<WorkloadAction>,
+    pub check_report: Option<CheckReport>,
     pub outcome: Outcome,
 }

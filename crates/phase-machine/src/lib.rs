@@ -8,17 +8,26 @@ pub mod decision;
 pub mod hash;
 pub mod observe;
 pub mod profile;
+mod shared;
 mod steady;
+mod upgrade;
 pub mod vocabulary;
 
-pub use decision::{Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction};
+pub use decision::{
+    CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
+};
 pub use observe::{
     ConditionState, JobOutcome, Observed, ObservedJob, ObservedWorkload, Rollout, SpecView,
     StatusView, WorkloadId,
 };
-pub use profile::{JobTemplate, Profile};
+pub use profile::{ExitReason, JobTemplate, Phase, Pin, Profile, Step};
+pub use shared::check_exit_code;
 
 /// Decides one reconcile pass.
 pub fn decide(profile: &Profile, observed: &Observed) -> Decision {
-    steady::decide(profile, observed)
+    if observed.status.phase.is_empty() {
+        steady::decide(profile, observed)
+    } else {
+        upgrade::decide(profile, observed)
+    }
 }

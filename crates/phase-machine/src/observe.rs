@@ -30,6 +30,8 @@ pub struct SpecView {
 pub struct StatusView {
     pub installed_release: String,
     pub target_release: String,
+    /// `status.upgradePhase`: a phase name of the profile, or empty.
+    pub phase: String,
     pub conditions: Vec<ConditionState>,
 }
 
@@ -58,6 +60,10 @@ pub struct ObservedJob {
     /// The `ratchet.c5c3.io/pod-spec-hash` annotation it was created with.
     pub spec_hash: String,
     pub outcome: JobOutcome,
+    /// Exit code of its last finished pod, when the controller read it.
+    pub exit_code: Option<i32>,
+    /// Termination message of its last finished pod, when the controller read it.
+    pub termination_message: Option<String>,
 }
 
 /// Rollout counters of a Deployment (or StatefulSet).
@@ -90,13 +96,22 @@ pub struct ObservedWorkload {
     pub name: String,
     /// The image of its service container.
     pub image: String,
+    /// Its pod template's installed-release annotation, if any.
+    pub installed_release: Option<String>,
+    /// The RPC/object version pin its pods run with, if any.
+    pub pin: Option<String>,
     pub rollout: Rollout,
+    /// The rollout made no progress within its deadline (the Deployment's
+    /// `Progressing` condition says `ProgressDeadlineExceeded`).
+    pub stalled: bool,
 }
 
 /// A workload the spec asks for, in roll order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadId {
     pub name: String,
+    /// Whether its pods carry the installed-release annotation (the second roll).
+    pub carries_installed_release: bool,
 }
 
 /// Everything [`crate::decide`] looks at.
@@ -114,6 +129,9 @@ pub struct Observed {
     pub workloads: BTreeMap<String, ObservedWorkload>,
     /// Workloads the spec asks for, in roll order.
     pub desired_workloads: Vec<WorkloadId>,
+    /// UID of the last Job whose upgrade-check result was reported (an
+    /// annotation on the resource).
+    pub reported_check_job: Option<String>,
     /// The current time (RFC 3339), for condition transitions.
     pub now: String,
 }

@@ -1,98 +1,61 @@
 //! Steady state: validation, the lockstep guard, the schema sync (fresh install
-//! and patch bumps) and the workloads that follow it.
+//! and patch bumps) and the workloads that follow it. A single step forward of
+//! the release hands over to the upgrade.
 
-use ratchet_release::{ImageRef, Release, Step, lockstep_mismatch};
+use ratchet_release::{Step as ReleaseStep, lockstep_mismatch};
 
-use crate::conditions::{Verdict, standard, transition_events};
-use crate::decision::{Decision, DesiredStatus, JobAction, Outcome, WorkloadAction};
+use crate::conditions::Verdict;
+use crate::decision::{Decision, JobAction, Outcome};
 use crate::hash::job_spec_hash;
 use crate::observe::{JobOutcome, Observed};
 use crate::profile::Profile;
+use crate::shared::{
+    Blocked, Draft, WorkloadParams, blocked, parse_installed, parse_spec, removed_workloads,
+    secrets_present,
+};
+use crate::upgrade;
 use crate::vocabulary::reason;
 
 /// Decides one pass for a resource that is not upgrading.
 pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
-    let release = match Release::parse(&obs.spec.release) {
-        Ok(r) => r,
-        Err(e) => {
-            return blocked(
-                obs,
-                reason::VERSION_PARSE_ERROR,
-                format!("spec.openStackRelease: {e}"),
-            );
-        }
-    };
-    let image = match ImageRef::new(
-        &obs.spec.image_repository,
-        obs.spec.image_tag.as_deref(),
-        obs.spec.image_digest.as_deref(),
-    ) {
-        Ok(i) => i,
-        Err(e) => return blocked(obs, reason::INVALID_IMAGE, e.to_string()),
-    };
-    let installed = match obs.status.installed_release.as_str() {
-        "" => None,
-        text => match Release::parse(text) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                return blocked(
-                    obs,
-                    reason::VERSION_PARSE_ERROR,
-                    format!("status.installedRelease: {e}"),
-                );
-            }
-        },
-    };
+    match decide_or_block(profile, obs) {
+        Ok(decision) => decision,
+        Err(why) => blocked(profile, obs, why),
+    }
+}
+
+fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocked> {
+    let (release, image) = parse_spec(obs)?;
+    let installed = parse_installed(obs)?;
     if let Some(installed) = installed {
         match installed.step_to(release) {
-            Step::Same => {}
-            Step::Downgrade => {
-                return blocked(
-                    obs,
+            ReleaseStep::Same => {}
+            ReleaseStep::Downgrade => {
+                return Err(Blocked::new(
                     reason::DOWNGRADE_NOT_SUPPORTED,
                     format!(
                         "{installed} → {release}: {release} is older than the installed release; OpenStack databases cannot be downgraded"
                     ),
-                );
+                ));
             }
-            Step::SkipLevel => {
-                return blocked(
-                    obs,
+            ReleaseStep::SkipLevel => {
+                return Err(Blocked::new(
                     reason::UPGRADE_PATH_INVALID,
                     format!(
                         "{installed} → {release}: only one release at a time; upgrade to {} first",
                         installed.next().map(|r| r.to_string()).unwrap_or_default()
                     ),
-                );
+                ));
             }
-            Step::Sequential => {
-                return blocked(
-                    obs,
-                    reason::UPGRADE_PATH_INVALID,
-                    format!(
-                        "{installed} → {release}: release upgrades are not available in this version of Ratchet"
-                    ),
-                );
+            ReleaseStep::Sequential => {
+                lockstep(&image, release)?;
+                secrets_present(obs)?;
+                return Ok(upgrade::initiate(profile, obs, installed, release, &image));
             }
         }
     }
-    if let Some(named) = lockstep_mismatch(&image, release) {
-        return blocked(
-            obs,
-            reason::IMAGE_RELEASE_MISMATCH,
-            format!(
-                "spec.image.tag {} names release {named} but spec.openStackRelease is {release}; change both together",
-                image.tag().unwrap_or_default()
-            ),
-        );
-    }
-    if !obs.missing_secrets.is_empty() {
-        return blocked(
-            obs,
-            reason::SECRET_MISSING,
-            format!("missing: {}", obs.missing_secrets.join(", ")),
-        );
-    }
+    lockstep(&image, release)?;
+    secrets_present(obs)?;
 
     let image_ref = image.to_string();
     let sync = &profile.db_sync;
@@ -106,7 +69,8 @@ pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
             Verdict::yes(
                 reason::DATABASE_SYNCED,
                 format!("schema synced to {release} with {image_ref}"),
-            ),
+            )
+            .notify(),
             true,
             None,
         ),
@@ -116,7 +80,7 @@ pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
                 profile.service, sync.suffix
             );
             (
-                Verdict::no(reason::DB_SYNC_FAILED, text.clone()),
+                Verdict::no(reason::DB_SYNC_FAILED, text.clone()).warn(),
                 false,
                 Some(text),
             )
@@ -142,24 +106,21 @@ pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
     } else {
         obs.status.installed_release.clone()
     };
-    let mut workloads: Vec<WorkloadAction> = Vec::new();
+    let params = WorkloadParams {
+        image: image_ref,
+        installed_release: installed_release.clone(),
+        pin: None,
+    };
+    let mut workloads = Vec::new();
     if synced {
-        workloads.extend(obs.desired_workloads.iter().map(|w| WorkloadAction::Apply {
-            name: w.name.clone(),
-            image: image_ref.clone(),
-            installed_release: installed_release.clone(),
-        }));
+        workloads.extend(obs.desired_workloads.iter().map(|w| params.apply(w)));
     }
     workloads.extend(removed_workloads(obs));
 
     let pending: Vec<&str> = obs
         .desired_workloads
         .iter()
-        .filter(|w| {
-            !obs.workloads
-                .get(&w.name)
-                .is_some_and(|o| o.image == image_ref && o.rollout.complete())
-        })
+        .filter(|w| !params.rolled_out(w, obs.workloads.get(&w.name)))
         .map(|w| w.name.as_str())
         .collect();
     let deployments = if pending.is_empty() {
@@ -189,85 +150,34 @@ pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
         None if synced && pending.is_empty() => Outcome::Settled,
         None => Outcome::Waiting,
     };
-    finish(
-        obs,
+    Ok(Draft {
         installed_release,
+        target_release: String::new(),
+        phase: String::new(),
+        rolling_workload: String::new(),
         database,
         deployments,
+        events: Vec::new(),
         jobs,
         workloads,
         outcome,
-    )
+    }
+    .finish(profile, obs))
 }
 
-/// Workloads that exist but the spec no longer asks for (a removed back end).
-fn removed_workloads(obs: &Observed) -> impl Iterator<Item = WorkloadAction> + '_ {
-    obs.workloads
-        .keys()
-        .filter(|name| !obs.desired_workloads.iter().any(|w| &w.name == *name))
-        .map(|name| WorkloadAction::Delete { name: name.clone() })
-}
-
-/// Nothing advances: no Job is started, no workload touched. The condition says
-/// why, once; the controller retries with backoff.
-fn blocked(obs: &Observed, why: &'static str, message: String) -> Decision {
-    let all_ready = obs.desired_workloads.iter().all(|w| {
-        obs.workloads
-            .get(&w.name)
-            .is_some_and(|o| o.rollout.complete())
-    });
-    let deployments = if all_ready {
-        Verdict::yes(
-            reason::WORKLOADS_READY,
-            "every workload is fully rolled out",
-        )
-    } else {
-        Verdict::no(
-            reason::WAITING_FOR_DATABASE,
-            "held until the database condition clears",
-        )
-    };
-    finish(
-        obs,
-        obs.status.installed_release.clone(),
-        Verdict::no(why, message.clone()),
-        deployments,
-        Vec::new(),
-        Vec::new(),
-        Outcome::Failed {
-            reason: why.to_string(),
-            message,
-        },
-    )
-}
-
-fn finish(
-    obs: &Observed,
-    installed_release: String,
-    database: Verdict,
-    deployments: Verdict,
-    jobs: Vec<JobAction>,
-    workloads: Vec<WorkloadAction>,
-    outcome: Outcome,
-) -> Decision {
-    let conditions = standard(
-        &obs.status,
-        obs.spec.generation,
-        &obs.now,
-        database,
-        deployments,
-    );
-    let events = transition_events(&obs.status, &conditions);
-    Decision {
-        status: DesiredStatus {
-            installed_release,
-            target_release: String::new(),
-            conditions,
-            observed_generation: obs.spec.generation,
-        },
-        events,
-        jobs,
-        workloads,
-        outcome,
+/// The image/release lockstep guard: a tag naming another release blocks.
+pub fn lockstep(
+    image: &ratchet_release::ImageRef,
+    release: ratchet_release::Release,
+) -> Result<(), Blocked> {
+    match lockstep_mismatch(image, release) {
+        None => Ok(()),
+        Some(named) => Err(Blocked::new(
+            reason::IMAGE_RELEASE_MISMATCH,
+            format!(
+                "spec.image.tag {} names release {named} but spec.openStackRelease is {release}; change both together",
+                image.tag().unwrap_or_default()
+            ),
+        )),
     }
 }

@@ -1,6 +1,7 @@
 //! The words every service reports in: condition types, reasons, event reasons.
 //! One table for all services (docs/conditions.md); a service adds a word only
-//! where it truly differs.
+//! where it truly differs (its phase names and in-progress/failure reasons come
+//! from its profile).
 
 /// Condition types.
 pub mod condition {
@@ -22,11 +23,26 @@ pub mod reason {
     pub const VERSION_PARSE_ERROR: &str = "VersionParseError";
     pub const DOWNGRADE_NOT_SUPPORTED: &str = "DowngradeNotSupported";
     pub const UPGRADE_PATH_INVALID: &str = "UpgradePathInvalid";
+    pub const UPGRADE_TARGET_CHANGED: &str = "UpgradeTargetChanged";
+    /// A revert to the installed release after the point of no return.
+    pub const ABORT_NOT_SAFE: &str = "AbortNotSafe";
     // DeploymentsReady.
     pub const WORKLOADS_READY: &str = "AllWorkloadsReady";
     pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
+    pub const ROLLOUT_STALLED: &str = "RolloutStalled";
     pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
+    pub const UPGRADE_IN_PROGRESS: &str = "UpgradeInProgress";
     // Ready.
     pub const READY: &str = "Ready";
     pub const NOT_READY: &str = "NotReady";
+}
+
+/// Event reasons that are not condition reasons.
+pub mod event {
+    pub const UPGRADE_INITIATED: &str = "UpgradeInitiated";
+    pub const UPGRADE_COMPLETE: &str = "UpgradeComplete";
+    pub const UPGRADE_ABORTED: &str = "UpgradeAborted";
+    pub const UPGRADE_CHECK_COMPLETED: &str = "UpgradeCheckCompleted";
+    pub const UPGRADE_CHECK_WARNINGS: &str = "UpgradeCheckWarnings";
+    pub const UPGRADE_CHECK_EVENT_EMISSION_DEFERRED: &str = "UpgradeCheckEventEmissionDeferred";
 }

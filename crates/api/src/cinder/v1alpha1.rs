@@ -24,6 +24,7 @@ use crate::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
     printcolumn = r#"{"name":"Release","type":"string","jsonPath":".status.installedRelease"}"#,
     printcolumn = r#"{"name":"Target","type":"string","jsonPath":".status.targetRelease","priority":1}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.upgradePhase"}"#,
+    printcolumn = r#"{"name":"Rolling","type":"string","jsonPath":".status.rollingWorkload","priority":1}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -52,6 +53,12 @@ pub struct CinderSpec {
     #[serde(default)]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 40)").message("volume back-end names must be lowercase DNS labels of at most 40 characters"))]
     pub volumes: BTreeMap<String, VolumeBackendSpec>,
+    /// Seconds a workload's rollout may make no progress before it is reported
+    /// as stalled (condition and Warning event; the upgrade keeps waiting).
+    /// Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 86400))]
+    pub rollout_deadline_seconds: Option<i32>,
     /// Extra `cinder.conf` settings: section → option → value. Secrets do not belong
     /// here (the ConfigMap is readable); the database and transport URLs come from
     /// their Secrets.
@@ -102,6 +109,9 @@ pub struct CinderStatus {
     /// The current upgrade phase; empty in steady state.
     #[serde(default)]
     pub upgrade_phase: CinderUpgradePhase,
+    /// The workload an upgrade roll is waiting on; empty otherwise.
+    #[serde(default)]
+    pub rolling_workload: String,
     /// DatabaseReady, DeploymentsReady, Ready.
     #[serde(default)]
     pub conditions: Vec<Condition>,

@@ -4,18 +4,20 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Api;
 use kube::api::ListParams;
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_api::common::SecretKeyRef;
 use ratchet_phase_machine::{
-    ConditionState, JobOutcome, Observed, ObservedJob, ObservedWorkload, Rollout, SpecView,
-    StatusView,
+    ConditionState, JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout,
+    SpecView, StatusView, Step,
 };
 
 use super::profile::{SERVICE, desired_workloads};
-use super::render::Owner;
+use super::render::{
+    CHECK_REPORTED_ANNOTATION, INSTALLED_RELEASE_ANNOTATION, Owner, PIN_ANNOTATION,
+};
 use crate::context::Context;
 use crate::error::Result;
 use crate::labels::{COMPONENT, POD_SPEC_HASH, instance_selector};
@@ -28,6 +30,7 @@ pub struct Children {
 
 pub async fn observe(
     ctx: &Context,
+    profile: &Profile,
     cinder: &Cinder,
     owner: &Owner,
     config_hash: String,
@@ -53,6 +56,22 @@ pub async fn observe(
         .filter_map(|d| Some((d.metadata.name.clone()?, d)))
         .collect();
 
+    let reported_check_job = cinder
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CHECK_REPORTED_ANNOTATION).cloned());
+    let mut observed_jobs = BTreeMap::new();
+    for (suffix, job) in &jobs {
+        let mut observed = observed_job(job);
+        if needs_pod_details(profile, suffix, &observed, reported_check_job.as_deref()) {
+            let (exit_code, message) =
+                last_pod_termination(ctx, &owner.namespace, &observed.name).await?;
+            observed.exit_code = exit_code;
+            observed.termination_message = message;
+        }
+        observed_jobs.insert(suffix.clone(), observed);
+    }
     let observed = Observed {
         spec: SpecView {
             generation: cinder.metadata.generation.unwrap_or_default(),
@@ -69,15 +88,13 @@ pub async fn observe(
             [&cinder.spec.database, &cinder.spec.transport],
         )
         .await?,
-        jobs: jobs
-            .iter()
-            .map(|(suffix, j)| (suffix.clone(), observed_job(j)))
-            .collect(),
+        jobs: observed_jobs,
         workloads: deployments
             .iter()
             .map(|(name, d)| (name.clone(), observed_workload(name, d)))
             .collect(),
         desired_workloads: desired_workloads(cinder, &owner.name),
+        reported_check_job,
         now: k8s_openapi::jiff::Timestamp::now().to_string(),
     };
     Ok((observed, Children { jobs, deployments }))
@@ -90,6 +107,10 @@ fn status_view(cinder: &Cinder) -> StatusView {
     StatusView {
         installed_release: status.installed_release.clone(),
         target_release: status.target_release.clone(),
+        phase: serde_json::to_value(status.upgrade_phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
         conditions: status
             .conditions
             .iter()
@@ -135,7 +156,64 @@ fn observed_job(job: &Job) -> ObservedJob {
             .and_then(|a| a.get(POD_SPEC_HASH).cloned())
             .unwrap_or_default(),
         outcome,
+        exit_code: None,
+        termination_message: None,
     }
+}
+
+/// Pods are read only when the machine needs what they say: the upgrade-check
+/// exit code of a finished, unreported reporting Job, or the exit code of a
+/// failed Job whose phase maps exit codes to reasons.
+fn needs_pod_details(
+    profile: &Profile,
+    suffix: &str,
+    job: &ObservedJob,
+    reported: Option<&str>,
+) -> bool {
+    profile.phases.iter().any(|p| match &p.step {
+        Step::Job(t) if t.suffix == suffix => {
+            let unreported_check = t.reports_check
+                && job.outcome == JobOutcome::Succeeded
+                && reported != Some(job.uid.as_str());
+            let failed_with_reasons =
+                !t.exit_reasons.is_empty() && matches!(job.outcome, JobOutcome::Failed { .. });
+            unreported_check || failed_with_reasons
+        }
+        _ => false,
+    })
+}
+
+/// Exit code and termination message of the Job's most recently finished pod.
+async fn last_pod_termination(
+    ctx: &Context,
+    namespace: &str,
+    job: &str,
+) -> Result<(Option<i32>, Option<String>)> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await?;
+    let latest = list
+        .items
+        .iter()
+        .filter_map(|p| {
+            let terminated = p
+                .status
+                .as_ref()?
+                .container_statuses
+                .as_ref()?
+                .first()?
+                .state
+                .as_ref()?
+                .terminated
+                .clone()?;
+            Some((terminated.finished_at.as_ref().map(|t| t.0), terminated))
+        })
+        .max_by_key(|(finished, _)| *finished);
+    Ok(match latest {
+        Some((_, t)) => (Some(t.exit_code), t.message),
+        None => (None, None),
+    })
 }
 
 fn observed_workload(name: &str, d: &Deployment) -> ObservedWorkload {
@@ -146,9 +224,26 @@ fn observed_workload(name: &str, d: &Deployment) -> ObservedWorkload {
         .and_then(|p| p.containers.first())
         .and_then(|c| c.image.clone())
         .unwrap_or_default();
+    let annotation = |key: &str| {
+        spec.and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(key).cloned())
+    };
+    let stalled = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_ == "Progressing"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+            })
+        });
     ObservedWorkload {
         name: name.to_string(),
         image,
+        installed_release: annotation(INSTALLED_RELEASE_ANNOTATION),
+        pin: annotation(PIN_ANNOTATION),
+        stalled,
         rollout: Rollout {
             generation: d.metadata.generation.unwrap_or_default(),
             observed_generation: status

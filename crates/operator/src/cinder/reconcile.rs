@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
@@ -11,12 +12,15 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource};
 use ratchet_api::cinder::v1alpha1::{Cinder, CinderStatus, CinderUpgradePhase};
 use ratchet_phase_machine::hash::content_hash;
-use ratchet_phase_machine::{Decision, JobAction, Outcome, WorkloadAction, decide};
+use ratchet_phase_machine::vocabulary::event;
+use ratchet_phase_machine::{
+    CheckReport, Decision, Event, EventType, JobAction, Outcome, WorkloadAction, decide,
+};
 
 use super::config;
 use super::observe::{Children, observe};
 use super::profile::{Role, profile, roles};
-use super::render::{self, Owner};
+use super::render::{self, CHECK_REPORTED_ANNOTATION, Owner};
 use crate::children::{apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -35,14 +39,20 @@ pub async fn reconcile(cinder: Arc<Cinder>, ctx: Arc<Context>) -> Result<Action>
     )
     .await?;
 
-    let (observed, children) = observe(&ctx, &cinder, &owner, config_hash.clone()).await?;
-    let decision = decide(&profile(), &observed);
+    let profile = profile();
+    let (observed, children) =
+        observe(&ctx, &profile, &cinder, &owner, config_hash.clone()).await?;
+    let decision = decide(&profile, &observed);
     tracing::debug!(cinder = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
 
     execute_jobs(&ctx, &cinder, &owner, &children, &decision).await?;
     execute_workloads(&ctx, &cinder, &owner, &children, &decision, &config_hash).await?;
     write_status(&ctx, &cinder, &owner, &decision).await?;
-    events::publish(&ctx, &cinder.object_ref(&()), &decision.events).await;
+    let reference = cinder.object_ref(&());
+    events::publish(&ctx, &reference, &decision.events).await;
+    if let Some(report) = &decision.check_report {
+        report_check(&ctx, &owner, &reference, report).await?;
+    }
 
     match decision.outcome {
         Outcome::Settled | Outcome::Waiting => Ok(Action::await_change()),
@@ -93,6 +103,8 @@ async fn execute_workloads(
                 name,
                 image,
                 installed_release,
+                // Cinder pins itself from the services table: no explicit pin.
+                pin: _,
             } => {
                 let Some(role) = roles.iter().find(|r| r.workload_name(&owner.name) == *name)
                 else {
@@ -135,7 +147,11 @@ async fn write_status(
     let status = CinderStatus {
         installed_release: decision.status.installed_release.clone(),
         target_release: decision.status.target_release.clone(),
-        upgrade_phase: CinderUpgradePhase::None,
+        upgrade_phase: serde_json::from_value(serde_json::Value::String(
+            decision.status.phase.clone(),
+        ))
+        .unwrap_or(CinderUpgradePhase::None),
+        rolling_workload: decision.status.rolling_workload.clone(),
         conditions: decision
             .status
             .conditions
@@ -163,4 +179,38 @@ async fn write_status(
     api.patch_status(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// Reports an upgrade check exactly once per Job: the Job's UID is recorded on
+/// the Cinder first, then the event is published. If recording fails, a Warning
+/// says the report is deferred and the pass fails, so the next one reports it.
+async fn report_check(
+    ctx: &Context,
+    owner: &Owner,
+    reference: &ObjectReference,
+    report: &CheckReport,
+) -> Result<()> {
+    let api: Api<Cinder> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let patch = serde_json::json!({ "metadata": { "annotations": { CHECK_REPORTED_ANNOTATION: report.job_uid } } });
+    match api
+        .patch(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {
+            events::publish(ctx, reference, std::slice::from_ref(&report.event)).await;
+            Ok(())
+        }
+        Err(e) => {
+            let deferred = Event {
+                kind: EventType::Warning,
+                reason: event::UPGRADE_CHECK_EVENT_EMISSION_DEFERRED.into(),
+                message: format!(
+                    "could not record the reported check Job {} ({e}); reporting on the next pass",
+                    report.job_uid
+                ),
+            };
+            events::publish(ctx, reference, std::slice::from_ref(&deferred)).await;
+            Err(e.into())
+        }
+    }
 }

@@ -18,6 +18,11 @@ use crate::labels;
 
 /// The pod annotation that carries the installed release (the second roll).
 pub const INSTALLED_RELEASE_ANNOTATION: &str = "cinder.c5c3.io/installed-release";
+/// The pod annotation naming an explicit RPC/object version pin (services that
+/// pin through configuration; Cinder pins itself and never sets it).
+pub const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
+/// The Cinder annotation recording the last Job whose upgrade check was reported.
+pub const CHECK_REPORTED_ANNOTATION: &str = "cinder.c5c3.io/last-upgrade-check-job-uid";
 
 /// Identity of the owning Cinder, for names, labels and owner references.
 pub struct Owner {
@@ -238,6 +243,7 @@ pub fn deployment(
         "spec": {
             "replicas": replicas,
             "selector": { "matchLabels": selector },
+            "progressDeadlineSeconds": cinder.spec.rollout_deadline_seconds.unwrap_or(600),
             // Zero downtime: a new pod must be ready before an old one goes.
             "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } },
             "template": template,

@@ -1,0 +1,257 @@
+//! Pieces both the steady state and an upgrade use.
+
+use ratchet_release::{ImageRef, Release};
+
+use crate::conditions::{Verdict, standard};
+use crate::decision::{
+    CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
+};
+use crate::observe::{JobOutcome, Observed, ObservedWorkload, WorkloadId};
+use crate::profile::{Profile, Step};
+use crate::vocabulary::{event, reason};
+
+/// A refusal to advance: the DatabaseReady reason and message.
+pub struct Blocked {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Blocked {
+    pub fn new(reason: &'static str, message: impl Into<String>) -> Blocked {
+        Blocked {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// The validated spec: the requested release and image.
+pub fn parse_spec(obs: &Observed) -> Result<(Release, ImageRef), Blocked> {
+    let release = Release::parse(&obs.spec.release).map_err(|e| {
+        Blocked::new(
+            reason::VERSION_PARSE_ERROR,
+            format!("spec.openStackRelease: {e}"),
+        )
+    })?;
+    let image = ImageRef::new(
+        &obs.spec.image_repository,
+        obs.spec.image_tag.as_deref(),
+        obs.spec.image_digest.as_deref(),
+    )
+    .map_err(|e| Blocked::new(reason::INVALID_IMAGE, e.to_string()))?;
+    Ok((release, image))
+}
+
+/// `status.installedRelease`, empty meaning a fresh install.
+pub fn parse_installed(obs: &Observed) -> Result<Option<Release>, Blocked> {
+    match obs.status.installed_release.as_str() {
+        "" => Ok(None),
+        text => Release::parse(text).map(Some).map_err(|e| {
+            Blocked::new(
+                reason::VERSION_PARSE_ERROR,
+                format!("status.installedRelease: {e}"),
+            )
+        }),
+    }
+}
+
+pub fn secrets_present(obs: &Observed) -> Result<(), Blocked> {
+    if obs.missing_secrets.is_empty() {
+        Ok(())
+    } else {
+        Err(Blocked::new(
+            reason::SECRET_MISSING,
+            format!("missing: {}", obs.missing_secrets.join(", ")),
+        ))
+    }
+}
+
+/// Workloads that exist but the spec no longer asks for (a removed back end).
+pub fn removed_workloads(obs: &Observed) -> Vec<WorkloadAction> {
+    obs.workloads
+        .keys()
+        .filter(|name| !obs.desired_workloads.iter().any(|w| &w.name == *name))
+        .map(|name| WorkloadAction::Delete { name: name.clone() })
+        .collect()
+}
+
+/// The parameters a workload's pods run with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadParams {
+    pub image: String,
+    pub installed_release: String,
+    pub pin: Option<String>,
+}
+
+impl WorkloadParams {
+    pub fn apply(&self, workload: &WorkloadId) -> WorkloadAction {
+        WorkloadAction::Apply {
+            name: workload.name.clone(),
+            image: self.image.clone(),
+            installed_release: self.installed_release.clone(),
+            pin: self.pin.clone(),
+        }
+    }
+
+    /// The live workload runs these parameters and has finished rolling them out.
+    pub fn rolled_out(&self, workload: &WorkloadId, live: Option<&ObservedWorkload>) -> bool {
+        live.is_some_and(|w| {
+            w.image == self.image
+                && w.pin == self.pin
+                && (!workload.carries_installed_release
+                    || w.installed_release.as_deref() == Some(self.installed_release.as_str()))
+                && w.rollout.complete()
+        })
+    }
+}
+
+/// Every desired workload is fully rolled out, whatever it runs.
+pub fn all_rolled_out(obs: &Observed) -> bool {
+    obs.desired_workloads.iter().all(|w| {
+        obs.workloads
+            .get(&w.name)
+            .is_some_and(|o| o.rollout.complete())
+    })
+}
+
+/// The upgrade-check result of a reporting Job that succeeded and has not been
+/// reported yet. Exit 0 or an unreadable code is a completed check; 1 and 2 are
+/// warnings, never failures.
+pub fn check_report(profile: &Profile, obs: &Observed) -> Option<CheckReport> {
+    profile.phases.iter().find_map(|phase| {
+        let Step::Job(job) = &phase.step else { return None };
+        if !job.reports_check {
+            return None;
+        }
+        let observed = obs.jobs.get(job.suffix)?;
+        if observed.outcome != JobOutcome::Succeeded || obs.reported_check_job.as_deref() == Some(observed.uid.as_str()) {
+            return None;
+        }
+        let code = observed.termination_message.as_deref().and_then(check_exit_code);
+        let event = match code {
+            Some(rc @ (1 | 2)) => Event {
+                kind: EventType::Warning,
+                reason: event::UPGRADE_CHECK_WARNINGS.into(),
+                message: format!("{} upgrade check exited {rc}: warnings or failed checks that do not block the upgrade; read the Job's log", profile.service),
+            },
+            Some(rc) => Event {
+                kind: EventType::Normal,
+                reason: event::UPGRADE_CHECK_COMPLETED.into(),
+                message: format!("{} upgrade check exited {rc}", profile.service),
+            },
+            None => Event {
+                kind: EventType::Normal,
+                reason: event::UPGRADE_CHECK_COMPLETED.into(),
+                message: format!("{} upgrade check finished; its exit code could not be read", profile.service),
+            },
+        };
+        Some(CheckReport {
+            job_uid: observed.uid.clone(),
+            event,
+        })
+    })
+}
+
+/// The exit code in a wrapper's termination message, `... exit <rc>`.
+pub fn check_exit_code(message: &str) -> Option<i32> {
+    let (_, rest) = message.trim().rsplit_once("exit ")?;
+    rest.trim().parse().ok()
+}
+
+/// Everything a pass decides, assembled.
+pub struct Draft {
+    pub installed_release: String,
+    pub target_release: String,
+    pub phase: String,
+    pub rolling_workload: String,
+    pub database: Verdict,
+    pub deployments: Verdict,
+    pub events: Vec<Event>,
+    pub jobs: Vec<JobAction>,
+    pub workloads: Vec<WorkloadAction>,
+    pub outcome: Outcome,
+}
+
+impl Draft {
+    pub fn finish(self, profile: &Profile, obs: &Observed) -> Decision {
+        let (conditions, condition_events) = standard(
+            &obs.status,
+            obs.spec.generation,
+            &obs.now,
+            self.database,
+            self.deployments,
+        );
+        let mut events = self.events;
+        events.extend(condition_events);
+        Decision {
+            status: DesiredStatus {
+                installed_release: self.installed_release,
+                target_release: self.target_release,
+                phase: self.phase,
+                rolling_workload: self.rolling_workload,
+                conditions,
+                observed_generation: obs.spec.generation,
+            },
+            events,
+            jobs: self.jobs,
+            workloads: self.workloads,
+            check_report: check_report(profile, obs),
+            outcome: self.outcome,
+        }
+    }
+}
+
+/// Nothing advances: no Job is started, no workload touched; the condition says
+/// why (announced once) and the controller retries with backoff. An upgrade in
+/// progress keeps its phase and target.
+pub fn blocked(profile: &Profile, obs: &Observed, why: Blocked) -> Decision {
+    let deployments = if all_rolled_out(obs) {
+        Verdict::yes(
+            reason::WORKLOADS_READY,
+            "every workload is fully rolled out",
+        )
+    } else {
+        Verdict::no(
+            reason::WAITING_FOR_DATABASE,
+            "held until the database condition clears",
+        )
+    };
+    let message = why.message;
+    Draft {
+        installed_release: obs.status.installed_release.clone(),
+        target_release: obs.status.target_release.clone(),
+        phase: obs.status.phase.clone(),
+        rolling_workload: String::new(),
+        database: Verdict::no(why.reason, message.clone()).warn(),
+        deployments,
+        events: Vec::new(),
+        jobs: Vec::new(),
+        workloads: Vec::new(),
+        outcome: Outcome::Failed {
+            reason: why.reason.to_string(),
+            message,
+        },
+    }
+    .finish(profile, obs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_exit_code;
+
+    #[test]
+    fn reads_wrapper_exit_codes() {
+        assert_eq!(
+            check_exit_code("cinder-status upgrade check exit 2"),
+            Some(2)
+        );
+        assert_eq!(
+            check_exit_code("cinder-status upgrade check exit 0\n"),
+            Some(0)
+        );
+        assert_eq!(check_exit_code("exit 255"), Some(255));
+        assert_eq!(check_exit_code("garbage"), None);
+        assert_eq!(check_exit_code(""), None);
+        assert_eq!(check_exit_code("exit two"), None);
+    }
+}

@@ -1,0 +1,412 @@
+//! A release upgrade: initiation, the profile's phases in order, the hold on a
+//! changed target, the abort, and the promotion of the installed release.
+
+use ratchet_release::{ImageRef, Release};
+
+use crate::conditions::Verdict;
+use crate::decision::{Decision, Event, EventType, JobAction, Outcome, WorkloadAction};
+use crate::hash::job_spec_hash;
+use crate::observe::{JobOutcome, Observed};
+use crate::profile::{Phase, Pin, Profile, Step};
+use crate::shared::{
+    Blocked, Draft, WorkloadParams, all_rolled_out, blocked, parse_installed, parse_spec,
+    removed_workloads, secrets_present,
+};
+use crate::steady;
+use crate::vocabulary::{event, reason};
+
+fn normal(reason: &str, message: String) -> Event {
+    Event {
+        kind: EventType::Normal,
+        reason: reason.to_string(),
+        message,
+    }
+}
+
+/// Delete actions for every phase Job that exists.
+fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
+    profile
+        .phase_job_suffixes()
+        .into_iter()
+        .filter(|s| obs.jobs.contains_key(*s))
+        .map(|s| JobAction::Delete {
+            suffix: s.to_string(),
+        })
+        .collect()
+}
+
+/// An accepted single step forward: record the target, enter the first phase.
+/// Phase Jobs left from an earlier upgrade are deleted first, so a stale
+/// success can never advance this one.
+pub fn initiate(
+    profile: &Profile,
+    obs: &Observed,
+    installed: Release,
+    target: Release,
+    image: &ImageRef,
+) -> Decision {
+    let Some(first) = profile.phases.first() else {
+        return blocked(
+            profile,
+            obs,
+            Blocked::new(
+                reason::UPGRADE_PATH_INVALID,
+                format!("{} has no upgrade phases", profile.service),
+            ),
+        );
+    };
+    let initiated = normal(
+        event::UPGRADE_INITIATED,
+        format!("{installed} → {target}: upgrade initiated with {image}"),
+    );
+    let leftovers = delete_phase_jobs(profile, obs);
+    if !leftovers.is_empty() {
+        // The deletions wake the controller; the first phase starts next pass.
+        return Draft {
+            installed_release: installed.to_string(),
+            target_release: target.to_string(),
+            phase: first.name.to_string(),
+            rolling_workload: String::new(),
+            database: Verdict::no(
+                first.in_progress_reason,
+                format!("{installed} → {target}: removing the previous upgrade's Jobs"),
+            ),
+            deployments: deployments_verdict(obs),
+            events: vec![initiated],
+            jobs: leftovers,
+            workloads: Vec::new(),
+            outcome: Outcome::Waiting,
+        }
+        .finish(profile, obs);
+    }
+    advance(profile, obs, 0, installed, target, image, vec![initiated])
+}
+
+/// A pass while `status.upgradePhase` is set.
+pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
+    match decide_or_block(profile, obs) {
+        Ok(decision) => decision,
+        Err(why) => blocked(profile, obs, why),
+    }
+}
+
+fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocked> {
+    let (release, image) = parse_spec(obs)?;
+    let installed = parse_installed(obs)?.ok_or_else(|| {
+        Blocked::new(
+            reason::VERSION_PARSE_ERROR,
+            "status.installedRelease is empty during an upgrade",
+        )
+    })?;
+    let target = Release::parse(&obs.status.target_release).map_err(|e| {
+        Blocked::new(
+            reason::VERSION_PARSE_ERROR,
+            format!("status.targetRelease: {e}"),
+        )
+    })?;
+    let (index, phase) = profile.phase(&obs.status.phase).ok_or_else(|| {
+        Blocked::new(
+            reason::UPGRADE_PATH_INVALID,
+            format!(
+                "status.upgradePhase {:?} is not a phase of {}",
+                obs.status.phase, profile.service
+            ),
+        )
+    })?;
+
+    if release == installed {
+        // The abort trigger; the lockstep guard is skipped on exactly this path.
+        if !phase.abortable {
+            return Err(Blocked::new(
+                reason::ABORT_NOT_SAFE,
+                format!(
+                    "{installed} → {target}: cannot abort in {}: the services already run {target} unpinned; set spec.openStackRelease back to {target} to finish the upgrade",
+                    phase.name
+                ),
+            ));
+        }
+        return Ok(abort(profile, obs, installed, target, phase));
+    }
+    if release != target {
+        return Err(Blocked::new(
+            reason::UPGRADE_TARGET_CHANGED,
+            format!(
+                "{installed} → {target}: spec.openStackRelease changed to {release} during the upgrade; set it back to {target} to continue or to {installed} to abort"
+            ),
+        ));
+    }
+    steady::lockstep(&image, target)?;
+    secrets_present(obs)?;
+    Ok(advance(
+        profile,
+        obs,
+        index,
+        installed,
+        target,
+        &image,
+        Vec::new(),
+    ))
+}
+
+fn abort(
+    profile: &Profile,
+    obs: &Observed,
+    installed: Release,
+    target: Release,
+    phase: &Phase,
+) -> Decision {
+    // Jobs are deleted (with their pods) before the status is cleared: the
+    // controller applies job actions before writing status.
+    Draft {
+        installed_release: installed.to_string(),
+        target_release: String::new(),
+        phase: String::new(),
+        rolling_workload: String::new(),
+        database: Verdict::no(
+            reason::DB_SYNC_IN_PROGRESS,
+            format!("{installed} → {target} aborted in {}; re-syncing the schema at {installed}", phase.name),
+        ),
+        deployments: deployments_verdict(obs),
+        events: vec![normal(
+            event::UPGRADE_ABORTED,
+            format!("{installed} → {target}: aborted in {}; spec.openStackRelease was reverted to {installed}", phase.name),
+        )],
+        jobs: delete_phase_jobs(profile, obs),
+        workloads: Vec::new(),
+        outcome: Outcome::Waiting,
+    }
+    .finish(profile, obs)
+}
+
+fn deployments_verdict(obs: &Observed) -> Verdict {
+    if all_rolled_out(obs) {
+        Verdict::yes(
+            reason::WORKLOADS_READY,
+            "every workload is fully rolled out",
+        )
+    } else {
+        Verdict::no(reason::ROLLOUT_IN_PROGRESS, "workloads are rolling")
+    }
+}
+
+/// Runs phases from `index` on, moving through every phase that is already
+/// complete in this same pass, until one is in progress, failed, or all are done.
+fn advance(
+    profile: &Profile,
+    obs: &Observed,
+    mut index: usize,
+    installed: Release,
+    target: Release,
+    image: &ImageRef,
+    mut events: Vec<Event>,
+) -> Decision {
+    let image_ref = image.to_string();
+    let span = format!("{installed} → {target}");
+    let mut jobs = Vec::new();
+    // Parameters of the last roll this upgrade completed: workloads keep them.
+    let mut rolled: Option<WorkloadParams> =
+        profile.phases[..index]
+            .iter()
+            .rev()
+            .find_map(|p| match p.step {
+                Step::Roll { pin } => Some(roll_params(&image_ref, installed, pin)),
+                Step::Job(_) => None,
+            });
+    while let Some(phase) = profile.phases.get(index) {
+        match &phase.step {
+            Step::Job(template) => {
+                let spec_hash = job_spec_hash(&image_ref, &template.command, "");
+                jobs.push(JobAction::Ensure {
+                    suffix: template.suffix.to_string(),
+                    image: image_ref.clone(),
+                    command: template.command.clone(),
+                    spec_hash: spec_hash.clone(),
+                });
+                let current = obs
+                    .jobs
+                    .get(template.suffix)
+                    .filter(|j| j.spec_hash == spec_hash);
+                match current.map(|j| (&j.outcome, j.exit_code)) {
+                    Some((JobOutcome::Succeeded, _)) => {
+                        if let Some(reason) = phase.complete_event {
+                            events.push(normal(
+                                reason,
+                                format!(
+                                    "{span}: {}-{} succeeded",
+                                    profile.service, template.suffix
+                                ),
+                            ));
+                        }
+                        index += 1;
+                    }
+                    Some((JobOutcome::Failed { message }, exit_code)) => {
+                        let special = template
+                            .exit_reasons
+                            .iter()
+                            .find(|r| Some(r.exit_code) == exit_code);
+                        let (why, explanation) = match special {
+                            Some(r) => (r.reason, format!("{}; ", r.explanation)),
+                            None => (phase.failed_reason, String::new()),
+                        };
+                        let text = format!(
+                            "{span}: {}-{} failed in {} ({message}); {explanation}fix the cause, then delete the Job or change the image to retry",
+                            profile.service, template.suffix, phase.name
+                        );
+                        return Draft {
+                            installed_release: installed.to_string(),
+                            target_release: target.to_string(),
+                            phase: phase.name.to_string(),
+                            rolling_workload: String::new(),
+                            database: Verdict::no(why, text.clone()).warn(),
+                            deployments: deployments_verdict(obs),
+                            events,
+                            jobs,
+                            workloads: keep_rolled(obs, rolled.as_ref()),
+                            outcome: Outcome::Failed {
+                                reason: why.to_string(),
+                                message: text,
+                            },
+                        }
+                        .finish(profile, obs);
+                    }
+                    Some((JobOutcome::Running, _)) | None => {
+                        return Draft {
+                            installed_release: installed.to_string(),
+                            target_release: target.to_string(),
+                            phase: phase.name.to_string(),
+                            rolling_workload: String::new(),
+                            database: Verdict::no(
+                                phase.in_progress_reason,
+                                format!(
+                                    "{span}: {} running {} on {image_ref}",
+                                    phase.name,
+                                    template.command.join(" ")
+                                ),
+                            ),
+                            deployments: deployments_verdict(obs),
+                            events,
+                            jobs,
+                            workloads: keep_rolled(obs, rolled.as_ref()),
+                            outcome: Outcome::Waiting,
+                        }
+                        .finish(profile, obs);
+                    }
+                }
+            }
+            Step::Roll { pin } => {
+                let params = roll_params(&image_ref, installed, *pin);
+                let total = obs.desired_workloads.len();
+                let pending = obs
+                    .desired_workloads
+                    .iter()
+                    .position(|w| !params.rolled_out(w, obs.workloads.get(&w.name)));
+                let Some(position) = pending else {
+                    if let Some(reason) = phase.complete_event {
+                        events.push(normal(
+                            reason,
+                            format!("{span}: every workload rolled out on {image_ref}"),
+                        ));
+                    }
+                    rolled = Some(params);
+                    index += 1;
+                    continue;
+                };
+                let workload = &obs.desired_workloads[position];
+                // Workloads up to the one rolling get the target; later ones wait.
+                let mut workloads: Vec<WorkloadAction> = obs.desired_workloads[..=position]
+                    .iter()
+                    .map(|w| params.apply(w))
+                    .collect();
+                workloads.extend(removed_workloads(obs));
+                let stalled = obs.workloads.get(&workload.name).is_some_and(|w| w.stalled);
+                let deployments = if stalled {
+                    Verdict::no(
+                        reason::ROLLOUT_STALLED,
+                        format!(
+                            "{span}: {} made no progress within its deadline; check its pods",
+                            workload.name
+                        ),
+                    )
+                    .warn()
+                } else {
+                    Verdict::no(
+                        reason::ROLLOUT_IN_PROGRESS,
+                        format!("rolling {} ({}/{total})", workload.name, position + 1),
+                    )
+                };
+                return Draft {
+                    installed_release: installed.to_string(),
+                    target_release: target.to_string(),
+                    phase: phase.name.to_string(),
+                    rolling_workload: workload.name.clone(),
+                    database: Verdict::no(
+                        phase.in_progress_reason,
+                        format!(
+                            "{span}: {} rolling {} ({}/{total})",
+                            phase.name,
+                            workload.name,
+                            position + 1
+                        ),
+                    ),
+                    deployments,
+                    events,
+                    jobs,
+                    workloads,
+                    outcome: Outcome::Waiting,
+                }
+                .finish(profile, obs);
+            }
+        }
+    }
+    promote(profile, obs, installed, target, events)
+}
+
+fn roll_params(image: &str, installed: Release, pin: Pin) -> WorkloadParams {
+    WorkloadParams {
+        image: image.to_string(),
+        installed_release: installed.to_string(),
+        pin: match pin {
+            Pin::None => None,
+            Pin::Installed => Some(installed.to_string()),
+        },
+    }
+}
+
+/// Workloads rolled earlier in this upgrade keep their parameters; before the
+/// roll, workloads are left exactly as they are.
+fn keep_rolled(obs: &Observed, rolled: Option<&WorkloadParams>) -> Vec<WorkloadAction> {
+    let mut actions: Vec<WorkloadAction> = match rolled {
+        Some(params) => obs
+            .desired_workloads
+            .iter()
+            .map(|w| params.apply(w))
+            .collect(),
+        None => Vec::new(),
+    };
+    actions.extend(removed_workloads(obs));
+    actions
+}
+
+/// Every phase is done: the installed release becomes the target, and the pass
+/// continues as steady state at the new release (whose installed-release
+/// annotation starts the second roll).
+fn promote(
+    profile: &Profile,
+    obs: &Observed,
+    installed: Release,
+    target: Release,
+    mut events: Vec<Event>,
+) -> Decision {
+    events.push(normal(
+        event::UPGRADE_COMPLETE,
+        format!("{installed} → {target}: upgrade complete; {target} is installed"),
+    ));
+    let mut promoted = obs.clone();
+    promoted.status.installed_release = target.to_string();
+    promoted.status.target_release = String::new();
+    promoted.status.phase = String::new();
+    let mut decision = steady::decide(profile, &promoted);
+    events.append(&mut decision.events);
+    decision.events = events;
+    decision
+}

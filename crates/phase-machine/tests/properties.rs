@@ -1,0 +1,236 @@
+//! Properties of the machine over random sequences of observations and spec
+//! edits, for both the Cinder-shaped and the Ironic-shaped profile.
+
+mod support;
+
+use proptest::prelude::*;
+use ratchet_phase_machine::*;
+use ratchet_release::Release;
+use support::{Script, World};
+
+#[derive(Clone, Debug)]
+enum Action {
+    Step,
+    /// Move release and tag together: 0 installed, 1 next, 2 skip, 3 previous, 4 garbage.
+    SetRelease(u8),
+    /// Move only the release (tag stays).
+    SetReleaseOnly(u8),
+    Script(u8, u8),
+    DeleteJob(u8),
+    Hang(u8),
+    Unhang,
+    PatchTag,
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        6 => Just(Action::Step),
+        2 => (0u8..5).prop_map(Action::SetRelease),
+        1 => (0u8..5).prop_map(Action::SetReleaseOnly),
+        1 => (0u8..6, 0u8..4).prop_map(|(j, s)| Action::Script(j, s)),
+        1 => (0u8..6).prop_map(Action::DeleteJob),
+        1 => (0u8..4).prop_map(Action::Hang),
+        1 => Just(Action::Unhang),
+        1 => Just(Action::PatchTag),
+    ]
+}
+
+fn release_choice(w: &World, choice: u8) -> String {
+    let installed = Release::parse(&w.obs.status.installed_release)
+        .or_else(|_| Release::parse(&w.obs.spec.release))
+        .unwrap_or_else(|_| Release::new(2026, 1).expect("valid"));
+    let pick = match choice {
+        0 => Some(installed),
+        1 => installed.next(),
+        2 => installed.next().and_then(Release::next),
+        3 => installed.previous(),
+        _ => None,
+    };
+    pick.map(|r| r.to_string())
+        .unwrap_or_else(|| "20x6.1".into())
+}
+
+fn job_suffixes(profile: &Profile) -> Vec<&'static str> {
+    let mut all = vec![profile.db_sync.suffix];
+    all.extend(profile.phase_job_suffixes());
+    all
+}
+
+fn phase_index(profile: &Profile, name: &str) -> Option<usize> {
+    profile.phase(name).map(|(i, _)| i)
+}
+
+/// Checks the invariants for one decision taken on `before`.
+fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestCaseError> {
+    let was = &before.status;
+    let now = &d.status;
+    let phase_suffixes = profile.phase_job_suffixes();
+
+    // installedRelease changes only after a fresh-install db-sync or the last phase's Job succeeded.
+    if now.installed_release != was.installed_release {
+        let fresh = was.installed_release.is_empty() && was.phase.is_empty();
+        let last_job = profile.phases.last().and_then(|p| match &p.step {
+            Step::Job(j) => Some(j.suffix),
+            Step::Roll { .. } => None,
+        });
+        let contracted = !was.phase.is_empty()
+            && last_job.is_some_and(|s| {
+                before
+                    .jobs
+                    .get(s)
+                    .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
+            })
+            && now.installed_release == was.target_release;
+        prop_assert!(
+            fresh || contracted,
+            "installed moved {:?} → {:?} without a sync or contract",
+            was.installed_release,
+            now.installed_release
+        );
+    }
+
+    // Phases are never skipped or reordered within one upgrade.
+    if let (Some(from), Some(to)) = (
+        phase_index(profile, &was.phase),
+        phase_index(profile, &now.phase),
+    ) && was.target_release == now.target_release
+    {
+        prop_assert!(to >= from, "phase went back {} → {}", was.phase, now.phase);
+        for passed in &profile.phases[from..to] {
+            if let Step::Job(j) = &passed.step {
+                prop_assert!(
+                    before
+                        .jobs
+                        .get(j.suffix)
+                        .is_some_and(|x| x.outcome == JobOutcome::Succeeded),
+                    "left {} without its Job succeeding",
+                    passed.name
+                );
+            }
+        }
+    }
+    if was.phase.is_empty() && !now.phase.is_empty() {
+        prop_assert_eq!(
+            phase_index(profile, &now.phase),
+            Some(0),
+            "an upgrade starts at the first phase"
+        );
+    }
+
+    // Phase Jobs run the spec image, which names the target release.
+    for action in &d.jobs {
+        if let JobAction::Ensure { suffix, image, .. } = action
+            && phase_suffixes.contains(&suffix.as_str())
+        {
+            let spec_image = format!(
+                "{}:{}",
+                support::REPO,
+                before.spec.image_tag.clone().unwrap_or_default()
+            );
+            prop_assert_eq!(image, &spec_image);
+            prop_assert_eq!(
+                &before.spec.release,
+                &now.target_release,
+                "phase Job outside the target"
+            );
+        }
+    }
+
+    // A held or aborted upgrade creates no Job.
+    let db_reason = now
+        .conditions
+        .iter()
+        .find(|c| c.kind == "DatabaseReady")
+        .map(|c| c.reason.as_str());
+    let held = matches!(
+        db_reason,
+        Some("UpgradeTargetChanged" | "ImageReleaseMismatch" | "AbortNotSafe")
+    );
+    let aborted = d.events.iter().any(|e| e.reason == "UpgradeAborted");
+    if held || aborted {
+        prop_assert!(
+            d.jobs.iter().all(|a| matches!(a, JobAction::Delete { .. })),
+            "held/aborted pass created a Job: {:?}",
+            d.jobs
+        );
+    }
+    Ok(())
+}
+
+fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
+    let suffixes = job_suffixes(&w.profile);
+    let names: Vec<String> = w
+        .obs
+        .desired_workloads
+        .iter()
+        .map(|x| x.name.clone())
+        .collect();
+    for action in actions {
+        match action {
+            Action::Step => {
+                let before = w.obs.clone();
+                let d = w.step();
+                check(&w.profile, &before, &d)?;
+            }
+            Action::SetRelease(c) => {
+                let r = release_choice(&w, c);
+                w.set_release(&r);
+            }
+            Action::SetReleaseOnly(c) => {
+                w.obs.spec.release = release_choice(&w, c);
+                w.obs.spec.generation += 1;
+            }
+            Action::Script(j, s) => {
+                let script = match s {
+                    0 => Script::Succeed {
+                        message: Some("check exit 1".into()),
+                    },
+                    1 => Script::Fail { exit_code: 2 },
+                    2 => Script::Hang,
+                    _ => Script::Succeed { message: None },
+                };
+                w.scripts
+                    .insert(suffixes[j as usize % suffixes.len()].to_string(), script);
+            }
+            Action::DeleteJob(j) => {
+                w.obs.jobs.remove(suffixes[j as usize % suffixes.len()]);
+            }
+            Action::Hang(i) => {
+                w.hanging.insert(names[i as usize % names.len()].clone());
+            }
+            Action::Unhang => {
+                w.hanging.clear();
+                for wl in w.obs.workloads.values_mut() {
+                    wl.rollout.total = wl.rollout.desired;
+                }
+            }
+            Action::PatchTag => {
+                let release = w.obs.spec.release.clone();
+                w.obs.spec.image_tag = Some(format!("{release}-p1"));
+                w.obs.spec.generation += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn cinder_profile_invariants(actions in proptest::collection::vec(action(), 1..80)) {
+        run(World::install("2026.1"), actions)?;
+    }
+
+    #[test]
+    fn ironic_profile_invariants(actions in proptest::collection::vec(action(), 1..80)) {
+        let mut w = World::new(support::ironic_profile(), "2026.1", "2026.1", &[("i-conductor", false), ("i-api", false)]);
+        w.settle();
+        run(w, actions)?;
+    }
+
+    #[test]
+    fn fresh_install_invariants(actions in proptest::collection::vec(action(), 1..40)) {
+        run(World::cinder("2026.2"), actions)?;
+    }
+}

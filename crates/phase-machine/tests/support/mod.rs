@@ -1,0 +1,392 @@
+//! A tiny world for the pure machine: it applies decisions the way the
+//! controller and the cluster would (Jobs finish with scripted outcomes,
+//! applied workloads roll out at once unless told to hang) so tests can drive
+//! whole upgrades without I/O.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ratchet_phase_machine::*;
+
+pub const REPO: &str = "cinder";
+
+fn manage(args: &[&str]) -> Vec<String> {
+    ["cinder-manage", "--config-dir", "/etc/cinder/cinder.conf.d"]
+        .iter()
+        .chain(args)
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// Cinder's shape: expand, migrate (reporting check), roll, contract.
+pub fn cinder_profile() -> Profile {
+    let job = |suffix, command, reports_check| JobTemplate {
+        suffix,
+        command,
+        reports_check,
+        ..JobTemplate::default()
+    };
+    Profile {
+        service: "cinder",
+        db_sync: job("db-sync", manage(&["db", "sync"]), false),
+        phases: vec![
+            Phase {
+                name: "Expanding",
+                in_progress_reason: "ExpandInProgress",
+                complete_event: Some("ExpandComplete"),
+                failed_reason: "ExpandFailed",
+                step: Step::Job(job("db-expand", manage(&["db", "sync"]), false)),
+                abortable: true,
+            },
+            Phase {
+                name: "Migrating",
+                in_progress_reason: "MigrateInProgress",
+                complete_event: Some("MigrateComplete"),
+                failed_reason: "MigrateFailed",
+                step: Step::Job(job(
+                    "db-migrate",
+                    vec!["/bin/sh".into(), "-c".into(), "check".into()],
+                    true,
+                )),
+                abortable: true,
+            },
+            Phase {
+                name: "RollingUpdate",
+                in_progress_reason: "UpgradeRollingUpdate",
+                complete_event: Some("DeploymentRolloutComplete"),
+                failed_reason: "RollingUpdateFailed",
+                step: Step::Roll { pin: Pin::None },
+                abortable: true,
+            },
+            Phase {
+                name: "Contracting",
+                in_progress_reason: "ContractInProgress",
+                complete_event: None,
+                failed_reason: "ContractFailed",
+                step: Step::Job(job(
+                    "db-contract",
+                    manage(&["db", "online_data_migrations"]),
+                    false,
+                )),
+                abortable: true,
+            },
+        ],
+    }
+}
+
+/// Ironic's shape: dbsync upgrade, pinned roll, unpin roll (no abort from here
+/// on), online migrations.
+pub fn ironic_profile() -> Profile {
+    let job = |suffix: &'static str| JobTemplate {
+        suffix,
+        command: vec!["ironic-dbsync".into(), suffix.into()],
+        ..JobTemplate::default()
+    };
+    Profile {
+        service: "ironic",
+        db_sync: job("db-sync"),
+        phases: vec![
+            Phase {
+                name: "DatabaseUpgrade",
+                in_progress_reason: "DBUpgradeInProgress",
+                complete_event: Some("DBUpgradeComplete"),
+                failed_reason: "DBUpgradeFailed",
+                step: Step::Job(job("db-upgrade")),
+                abortable: true,
+            },
+            Phase {
+                name: "PinnedRoll",
+                in_progress_reason: "PinnedRollInProgress",
+                complete_event: Some("PinnedRollComplete"),
+                failed_reason: "PinnedRollFailed",
+                step: Step::Roll {
+                    pin: Pin::Installed,
+                },
+                abortable: true,
+            },
+            Phase {
+                name: "Unpinning",
+                in_progress_reason: "UnpinInProgress",
+                complete_event: Some("UnpinComplete"),
+                failed_reason: "UnpinFailed",
+                step: Step::Roll { pin: Pin::None },
+                abortable: false,
+            },
+            Phase {
+                name: "OnlineMigrations",
+                in_progress_reason: "OnlineMigrationsInProgress",
+                complete_event: None,
+                failed_reason: "OnlineMigrationsFailed",
+                step: Step::Job(job("online-migrations")),
+                abortable: false,
+            },
+        ],
+    }
+}
+
+/// How a Job the world creates ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Script {
+    Succeed { message: Option<String> },
+    Fail { exit_code: i32 },
+    Hang,
+}
+
+pub struct World {
+    pub profile: Profile,
+    pub obs: Observed,
+    /// Outcome of Jobs created from now on, by suffix (default: succeed).
+    pub scripts: BTreeMap<String, Script>,
+    /// Workloads whose new pods never become ready.
+    pub hanging: BTreeSet<String>,
+    /// Every decision taken, in order.
+    pub history: Vec<Decision>,
+    next_uid: u64,
+}
+
+impl World {
+    pub fn new(profile: Profile, release: &str, tag: &str, workloads: &[(&str, bool)]) -> World {
+        World {
+            profile,
+            obs: Observed {
+                spec: SpecView {
+                    generation: 1,
+                    release: release.into(),
+                    image_repository: REPO.into(),
+                    image_tag: Some(tag.into()),
+                    image_digest: None,
+                },
+                status: StatusView::default(),
+                config_hash: "config".into(),
+                missing_secrets: vec![],
+                jobs: BTreeMap::new(),
+                workloads: BTreeMap::new(),
+                desired_workloads: workloads
+                    .iter()
+                    .map(|(name, carries)| WorkloadId {
+                        name: name.to_string(),
+                        carries_installed_release: *carries,
+                    })
+                    .collect(),
+                reported_check_job: None,
+                now: "2026-11-30T00:00:00Z".into(),
+            },
+            scripts: BTreeMap::new(),
+            hanging: BTreeSet::new(),
+            history: Vec::new(),
+            next_uid: 0,
+        }
+    }
+
+    pub fn cinder(release: &str) -> World {
+        World::new(
+            cinder_profile(),
+            release,
+            release,
+            &[
+                ("c-scheduler", true),
+                ("c-volume-lvm", true),
+                ("c-backup", true),
+                ("c", false),
+            ],
+        )
+    }
+
+    /// Sets release and tag together, as an upgrade or abort patch does.
+    pub fn set_release(&mut self, release: &str) {
+        self.obs.spec.release = release.into();
+        self.obs.spec.image_tag = Some(release.into());
+        self.obs.spec.image_digest = None;
+        self.obs.spec.generation += 1;
+    }
+
+    /// Decides once and applies the decision to the world.
+    pub fn step(&mut self) -> Decision {
+        let d = decide(&self.profile, &self.obs);
+        for action in &d.jobs {
+            match action {
+                JobAction::Ensure {
+                    suffix, spec_hash, ..
+                } => {
+                    let exists = self
+                        .obs
+                        .jobs
+                        .get(suffix)
+                        .is_some_and(|j| &j.spec_hash == spec_hash);
+                    if !exists {
+                        self.next_uid += 1;
+                        let (outcome, exit_code, message) = match self
+                            .scripts
+                            .get(suffix)
+                            .cloned()
+                            .unwrap_or(Script::Succeed { message: None })
+                        {
+                            Script::Succeed { message } => {
+                                (JobOutcome::Succeeded, Some(0), message)
+                            }
+                            Script::Fail { exit_code } => (
+                                JobOutcome::Failed {
+                                    message: "BackoffLimitExceeded".into(),
+                                },
+                                Some(exit_code),
+                                None,
+                            ),
+                            Script::Hang => (JobOutcome::Running, None, None),
+                        };
+                        self.obs.jobs.insert(
+                            suffix.clone(),
+                            ObservedJob {
+                                name: format!("c-{suffix}"),
+                                uid: format!("uid-{}", self.next_uid),
+                                spec_hash: spec_hash.clone(),
+                                outcome,
+                                exit_code,
+                                termination_message: message,
+                            },
+                        );
+                    }
+                }
+                JobAction::Delete { suffix } => {
+                    self.obs.jobs.remove(suffix);
+                }
+            }
+        }
+        for action in &d.workloads {
+            match action {
+                WorkloadAction::Apply {
+                    name,
+                    image,
+                    installed_release,
+                    pin,
+                } => {
+                    let carries = self
+                        .obs
+                        .desired_workloads
+                        .iter()
+                        .find(|w| &w.name == name)
+                        .is_some_and(|w| w.carries_installed_release);
+                    let annotation = carries.then(|| installed_release.clone());
+                    let previous = self.obs.workloads.get(name).cloned();
+                    let changed = previous.as_ref().is_none_or(|p| {
+                        &p.image != image || p.pin != *pin || p.installed_release != annotation
+                    });
+                    let generation = previous.as_ref().map(|p| p.rollout.generation).unwrap_or(0)
+                        + i64::from(changed);
+                    let hang = self.hanging.contains(name) && changed;
+                    let rollout = if !changed {
+                        previous.as_ref().map(|p| p.rollout).unwrap_or_default()
+                    } else if hang {
+                        Rollout {
+                            generation,
+                            observed_generation: generation,
+                            desired: 1,
+                            total: 2,
+                            updated: 1,
+                            ready: 1,
+                            available: 1,
+                        }
+                    } else {
+                        Rollout {
+                            generation,
+                            observed_generation: generation,
+                            desired: 1,
+                            total: 1,
+                            updated: 1,
+                            ready: 1,
+                            available: 1,
+                        }
+                    };
+                    self.obs.workloads.insert(
+                        name.clone(),
+                        ObservedWorkload {
+                            name: name.clone(),
+                            image: image.clone(),
+                            installed_release: annotation,
+                            pin: pin.clone(),
+                            rollout,
+                            stalled: false,
+                        },
+                    );
+                }
+                WorkloadAction::Delete { name } => {
+                    self.obs.workloads.remove(name);
+                }
+            }
+        }
+        if let Some(report) = &d.check_report {
+            self.obs.reported_check_job = Some(report.job_uid.clone());
+        }
+        self.obs.status = StatusView {
+            installed_release: d.status.installed_release.clone(),
+            target_release: d.status.target_release.clone(),
+            phase: d.status.phase.clone(),
+            conditions: d.status.conditions.clone(),
+        };
+        self.history.push(d.clone());
+        d
+    }
+
+    /// Steps until `done` holds for a decision, at most `limit` times.
+    pub fn run_until(&mut self, limit: usize, done: impl Fn(&Decision) -> bool) -> &Decision {
+        for _ in 0..limit {
+            let d = self.step();
+            if done(&d) {
+                break;
+            }
+        }
+        self.history.last().expect("at least one step")
+    }
+
+    /// Steps until nothing changes any more (settled or stuck).
+    pub fn settle(&mut self) -> &Decision {
+        for _ in 0..50 {
+            let before = self.obs.clone();
+            self.step();
+            if self.obs == before {
+                break;
+            }
+        }
+        self.history.last().expect("at least one step")
+    }
+
+    pub fn install(release: &str) -> World {
+        let mut w = World::cinder(release);
+        w.settle();
+        assert_eq!(w.obs.status.installed_release, release);
+        w
+    }
+
+    pub fn events(&self) -> Vec<String> {
+        self.history
+            .iter()
+            .flat_map(|d| {
+                d.events
+                    .iter()
+                    .chain(d.check_report.as_ref().map(|r| &r.event))
+                    .map(|e| e.reason.clone())
+            })
+            .collect()
+    }
+
+    pub fn phases(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for d in &self.history {
+            if out.last() != Some(&d.status.phase) {
+                out.push(d.status.phase.clone());
+            }
+        }
+        out
+    }
+
+    pub fn database(&self) -> (bool, String, String) {
+        let c = self
+            .obs
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.kind == "DatabaseReady")
+            .expect("DatabaseReady");
+        (c.status, c.reason.clone(), c.message.clone())
+    }
+}

@@ -1,0 +1,460 @@
+//! The Cinder upgrade contract (C2–C16, C21) on the pure machine, one test per
+//! seed behaviour, driven through a simulated world.
+
+mod support;
+
+use ratchet_phase_machine::*;
+use support::{Script, World};
+
+fn ensured(d: &Decision) -> Vec<(String, String)> {
+    d.jobs
+        .iter()
+        .filter_map(|a| match a {
+            JobAction::Ensure { suffix, image, .. } => Some((suffix.clone(), image.clone())),
+            JobAction::Delete { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn full_upgrade_walks_every_phase_in_order_and_promotes_last() {
+    let mut w = World::install("2026.1");
+    w.scripts.insert(
+        "db-migrate".into(),
+        Script::Succeed {
+            message: Some("cinder-status upgrade check exit 0".into()),
+        },
+    );
+    let before = w.history.len();
+    w.set_release("2026.2");
+    w.settle();
+    let upgrade = &w.history[before..];
+
+    let phases: Vec<&str> = upgrade.iter().map(|d| d.status.phase.as_str()).collect();
+    let mut distinct: Vec<&str> = phases.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct,
+        ["Expanding", "Migrating", "RollingUpdate", "Contracting", ""]
+    );
+
+    // installedRelease stays at the source until Contracting has succeeded.
+    for d in upgrade {
+        if !d.status.phase.is_empty() {
+            assert_eq!(d.status.installed_release, "2026.1");
+            assert_eq!(d.status.target_release, "2026.2");
+        }
+    }
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    assert_eq!(w.obs.status.target_release, "");
+
+    // Every phase Job runs the target image.
+    for d in upgrade {
+        for (suffix, image) in ensured(d) {
+            if suffix != "db-sync" {
+                assert_eq!(image, "cinder:2026.2", "{suffix}");
+            }
+        }
+    }
+    let events: Vec<String> = w
+        .events()
+        .into_iter()
+        .skip_while(|e| e != "UpgradeInitiated")
+        .collect();
+    let expected = [
+        "UpgradeInitiated",
+        "ExpandComplete",
+        "MigrateComplete",
+        "UpgradeCheckCompleted",
+        "DeploymentRolloutComplete",
+        "UpgradeComplete",
+    ];
+    let seen: Vec<&str> = events
+        .iter()
+        .map(String::as_str)
+        .filter(|e| expected.contains(e))
+        .collect();
+    assert_eq!(seen, expected);
+    // The in-progress reasons appear on DatabaseReady, and emit nothing.
+    let reasons: Vec<String> = upgrade
+        .iter()
+        .filter_map(|d| {
+            d.status
+                .conditions
+                .iter()
+                .find(|c| c.kind == "DatabaseReady")
+                .map(|c| c.reason.clone())
+        })
+        .collect();
+    for r in [
+        "ExpandInProgress",
+        "MigrateInProgress",
+        "UpgradeRollingUpdate",
+        "ContractInProgress",
+    ] {
+        assert!(
+            reasons.iter().any(|x| x == r),
+            "{r} missing from {reasons:?}"
+        );
+        assert!(!events.iter().any(|e| e == r), "{r} must not be an event");
+    }
+    assert!(
+        w.history
+            .last()
+            .is_some_and(|d| d.outcome == Outcome::Settled)
+    );
+}
+
+#[test]
+fn roll_order_is_gated_on_each_complete_rollout() {
+    let mut w = World::install("2026.1");
+    w.hanging.insert("c-volume-lvm".into());
+    w.set_release("2026.2");
+    let d = w.settle().clone();
+    assert_eq!(d.status.phase, "RollingUpdate");
+    assert_eq!(d.status.rolling_workload, "c-volume-lvm");
+    assert_eq!(w.obs.workloads["c-scheduler"].image, "cinder:2026.2");
+    assert_eq!(w.obs.workloads["c-volume-lvm"].image, "cinder:2026.2");
+    assert_eq!(
+        w.obs.workloads["c-backup"].image, "cinder:2026.1",
+        "backup waits for the volume roll"
+    );
+    assert_eq!(
+        w.obs.workloads["c"].image, "cinder:2026.1",
+        "the API rolls last"
+    );
+    assert!(
+        !w.obs.jobs.contains_key("db-contract"),
+        "contract waits for the roll"
+    );
+    // The roll order as the machine applied new images.
+    let mut order: Vec<String> = Vec::new();
+    for d in &w.history {
+        for a in &d.workloads {
+            if let WorkloadAction::Apply { name, image, .. } = a
+                && image == "cinder:2026.2"
+                && !order.contains(name)
+            {
+                order.push(name.clone());
+            }
+        }
+    }
+    assert_eq!(order, ["c-scheduler", "c-volume-lvm"]);
+    // Once the volume roll completes, the rest follows in order.
+    w.hanging.clear();
+    if let Some(v) = w.obs.workloads.get_mut("c-volume-lvm") {
+        v.rollout.total = 1;
+    }
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+}
+
+#[test]
+fn second_roll_moves_the_installed_release_annotation_except_on_the_api() {
+    let mut w = World::install("2026.1");
+    w.set_release("2026.2");
+    w.run_until(50, |d| d.status.phase == "Contracting");
+    for name in ["c-scheduler", "c-volume-lvm", "c-backup"] {
+        assert_eq!(
+            w.obs.workloads[name].installed_release.as_deref(),
+            Some("2026.1"),
+            "{name} during contract"
+        );
+    }
+    w.settle();
+    for name in ["c-scheduler", "c-volume-lvm", "c-backup"] {
+        assert_eq!(
+            w.obs.workloads[name].installed_release.as_deref(),
+            Some("2026.2"),
+            "{name} after the second roll"
+        );
+    }
+    assert_eq!(w.obs.workloads["c"].installed_release, None);
+}
+
+#[test]
+fn upgrade_check_exit_codes_are_reported_once() {
+    for (message, expected) in [
+        (
+            Some("cinder-status upgrade check exit 0"),
+            "UpgradeCheckCompleted",
+        ),
+        (
+            Some("cinder-status upgrade check exit 1"),
+            "UpgradeCheckWarnings",
+        ),
+        (
+            Some("cinder-status upgrade check exit 2"),
+            "UpgradeCheckWarnings",
+        ),
+        (None, "UpgradeCheckCompleted"),
+    ] {
+        let mut w = World::install("2026.1");
+        w.scripts.insert(
+            "db-migrate".into(),
+            Script::Succeed {
+                message: message.map(String::from),
+            },
+        );
+        w.set_release("2026.2");
+        w.settle();
+        let reports: Vec<String> = w
+            .events()
+            .into_iter()
+            .filter(|e| e.starts_with("UpgradeCheck"))
+            .collect();
+        assert_eq!(reports, [expected], "{message:?}");
+        assert_eq!(w.obs.status.installed_release, "2026.2", "never wedges");
+        let kind = w
+            .history
+            .iter()
+            .find_map(|d| d.check_report.clone())
+            .map(|r| r.event.kind);
+        let warning = expected == "UpgradeCheckWarnings";
+        assert_eq!(
+            kind,
+            Some(if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            })
+        );
+    }
+}
+
+#[test]
+fn each_phase_job_failing_permanently_fails_its_phase_once() {
+    for (suffix, phase, reason) in [
+        ("db-expand", "Expanding", "ExpandFailed"),
+        ("db-migrate", "Migrating", "MigrateFailed"),
+        ("db-contract", "Contracting", "ContractFailed"),
+    ] {
+        let mut w = World::install("2026.1");
+        w.scripts
+            .insert(suffix.into(), Script::Fail { exit_code: 3 });
+        w.set_release("2026.2");
+        let d = w.settle().clone();
+        assert_eq!(d.status.phase, phase);
+        assert_eq!(d.status.installed_release, "2026.1");
+        let (ready, why, message) = w.database();
+        assert!(!ready);
+        assert_eq!(why, reason);
+        assert!(message.contains("2026.1 → 2026.2"), "{message}");
+        assert!(matches!(d.outcome, Outcome::Failed { .. }));
+        let warnings = w.events().iter().filter(|e| *e == reason).count();
+        assert_eq!(warnings, 1, "one Warning, not one per retry");
+
+        // Recovery: the cause is fixed and the failed Job deleted.
+        w.scripts.remove(suffix);
+        w.obs.jobs.remove(suffix);
+        w.settle();
+        assert_eq!(
+            w.obs.status.installed_release, "2026.2",
+            "{suffix} recovered"
+        );
+    }
+}
+
+#[test]
+fn validation_refuses_skip_level_downgrade_and_garbage() {
+    for (target, reason) in [
+        ("2027.1", "UpgradePathInvalid"),
+        ("2025.2", "DowngradeNotSupported"),
+        ("2026.x", "VersionParseError"),
+    ] {
+        let mut w = World::install("2026.1");
+        w.set_release(target);
+        let d = w.settle().clone();
+        assert_eq!(w.database().1, reason, "{target}");
+        assert_eq!(d.status.phase, "");
+        assert!(d.jobs.is_empty());
+        assert_eq!(w.obs.status.installed_release, "2026.1");
+    }
+}
+
+#[test]
+fn changed_target_holds_then_continues_or_aborts() {
+    for (revert_to, aborted) in [("2026.2", false), ("2026.1", true)] {
+        let mut w = World::install("2026.1");
+        w.scripts.insert("db-expand".into(), Script::Hang);
+        w.set_release("2026.2");
+        w.settle();
+        assert_eq!(w.obs.status.phase, "Expanding");
+        w.set_release("2027.1");
+        let held = w.settle().clone();
+        assert_eq!(w.database().1, "UpgradeTargetChanged");
+        assert!(held.jobs.is_empty(), "a held upgrade creates no Job");
+        assert_eq!(
+            held.status.phase, "Expanding",
+            "neither advances nor restarts"
+        );
+        assert_eq!(held.status.target_release, "2026.2");
+
+        w.scripts.remove("db-expand");
+        w.obs.jobs.remove("db-expand"); // let a fresh expand succeed when continuing
+        w.set_release(revert_to);
+        w.settle();
+        if aborted {
+            assert!(w.events().iter().any(|e| e == "UpgradeAborted"));
+            assert_eq!(w.obs.status.installed_release, "2026.1");
+        } else {
+            assert_eq!(w.obs.status.installed_release, "2026.2");
+        }
+        assert_eq!(w.obs.status.phase, "");
+    }
+}
+
+#[test]
+fn abort_deletes_phase_jobs_before_clearing_status_from_any_pre_contract_phase() {
+    for (hang, phase) in [
+        ("db-expand", "Expanding"),
+        ("db-migrate", "Migrating"),
+        ("", "RollingUpdate"),
+    ] {
+        let mut w = World::install("2026.1");
+        if hang.is_empty() {
+            w.hanging.insert("c-backup".into());
+        } else {
+            w.scripts.insert(hang.into(), Script::Hang);
+        }
+        w.set_release("2026.2");
+        w.settle();
+        assert_eq!(w.obs.status.phase, phase);
+        w.set_release("2026.1");
+        let d = w.step();
+        assert_eq!(d.status.phase, "");
+        assert_eq!(d.status.target_release, "");
+        assert!(d.events.iter().any(|e| e.reason == "UpgradeAborted"));
+        assert!(
+            d.jobs.iter().all(|a| matches!(a, JobAction::Delete { .. })),
+            "abort creates nothing: {:?}",
+            d.jobs
+        );
+        assert!(
+            !w.obs
+                .jobs
+                .keys()
+                .any(|k| k.starts_with("db-") && k != "db-sync"),
+            "phase Jobs deleted"
+        );
+        w.hanging.clear();
+        for wl in w.obs.workloads.values_mut() {
+            wl.rollout.total = wl.rollout.desired;
+        }
+        w.settle();
+        assert!(
+            w.database().0,
+            "steady-state db sync restores DatabaseReady after abort from {phase}"
+        );
+        assert_eq!(w.obs.status.installed_release, "2026.1");
+        assert!(
+            w.obs
+                .workloads
+                .values()
+                .all(|wl| wl.image == "cinder:2026.1"),
+            "rolled back to the installed image"
+        );
+    }
+}
+
+#[test]
+fn after_contract_a_revert_is_a_downgrade() {
+    let mut w = World::install("2026.1");
+    w.set_release("2026.2");
+    w.settle();
+    w.set_release("2026.1");
+    w.settle();
+    assert_eq!(w.database().1, "DowngradeNotSupported");
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+}
+
+#[test]
+fn lone_release_bump_with_tag_stalls_and_with_digest_is_trusted() {
+    let mut w = World::install("2026.1");
+    w.obs.spec.release = "2026.2".into();
+    w.settle();
+    assert_eq!(w.database().1, "ImageReleaseMismatch");
+    assert_eq!(w.obs.status.phase, "", "no upgrade starts");
+
+    let mut d = World::install("2026.1");
+    d.obs.spec.image_tag = None;
+    d.obs.spec.image_digest = Some(format!("sha256:{}", "b".repeat(64)));
+    d.settle();
+    d.obs.spec.release = "2026.2".into();
+    d.settle();
+    assert_eq!(
+        d.obs.status.installed_release, "2026.2",
+        "a digest is trusted to match"
+    );
+}
+
+#[test]
+fn reverting_only_the_release_with_a_tagged_image_aborts_then_stalls() {
+    let mut w = World::install("2026.1");
+    w.scripts.insert("db-migrate".into(), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    w.obs.spec.release = "2026.1".into(); // image still tagged 2026.2
+    w.settle();
+    assert!(
+        w.events().iter().any(|e| e == "UpgradeAborted"),
+        "the abort trigger works without the image"
+    );
+    assert_eq!(
+        w.database().1,
+        "ImageReleaseMismatch",
+        "then the guard parks it"
+    );
+}
+
+#[test]
+fn year_rollover_is_a_single_step() {
+    let mut w = World::install("2026.2");
+    w.set_release("2027.1");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2027.1");
+}
+
+#[test]
+fn ironic_profile_pins_then_unpins_and_refuses_late_aborts() {
+    let mut w = World::new(
+        support::ironic_profile(),
+        "2026.1",
+        "2026.1",
+        &[("i-conductor", false), ("i-api", false)],
+    );
+    w.settle();
+    w.hanging.insert("i-api".into());
+    w.set_release("2026.2");
+    w.settle();
+    assert_eq!(w.obs.status.phase, "PinnedRoll");
+    assert_eq!(
+        w.obs.workloads["i-conductor"].pin.as_deref(),
+        Some("2026.1")
+    );
+    // Abort while pinned is allowed.
+    let mut late = World::new(
+        support::ironic_profile(),
+        "2026.1",
+        "2026.1",
+        &[("i-conductor", false), ("i-api", false)],
+    );
+    late.settle();
+    late.scripts
+        .insert("online-migrations".into(), Script::Hang);
+    late.set_release("2026.2");
+    late.settle();
+    assert_eq!(late.obs.status.phase, "OnlineMigrations");
+    assert!(
+        late.obs.workloads.values().all(|wl| wl.pin.is_none()),
+        "unpinned before online migrations"
+    );
+    late.set_release("2026.1");
+    late.settle();
+    assert_eq!(late.database().1, "AbortNotSafe");
+    assert_eq!(late.obs.status.phase, "OnlineMigrations");
+
+    w.set_release("2026.1");
+    w.settle();
+    assert!(w.events().iter().any(|e| e == "UpgradeAborted"));
+}
