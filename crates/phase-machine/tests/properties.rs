@@ -68,7 +68,13 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
 
     // installedRelease changes only after a fresh-install db-sync or the last phase's Job succeeded.
     if now.installed_release != was.installed_release {
-        let fresh = was.installed_release.is_empty() && was.phase.is_empty();
+        let fresh = was.installed_release.is_empty()
+            && was.phase.is_empty()
+            && before
+                .jobs
+                .get(profile.db_sync.suffix)
+                .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
+            && now.installed_release == before.spec.release;
         let last_job = profile.phases.last().and_then(|p| match &p.step {
             Step::Job(j) => Some(j.suffix),
             Step::Roll { .. } => None,
