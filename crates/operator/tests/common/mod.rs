@@ -24,6 +24,7 @@ pub struct Harness {
     pub client: Client,
     pub ns: TestNamespace,
     pub operator: Option<OperatorHandle>,
+    config: OperatorConfig,
 }
 
 impl Harness {
@@ -50,22 +51,30 @@ impl Harness {
                 )])),
             }),
         };
-        let operator = ratchet_operator::start(
-            client.clone(),
-            OperatorConfig {
-                namespace: Some(ns.name().to_string()),
-                instance: format!("test-{}", ns.name()),
-                webhook: Some(webhook),
-                ..OperatorConfig::default()
-            },
-        )
-        .await?;
+        let config = OperatorConfig {
+            namespace: Some(ns.name().to_string()),
+            instance: format!("test-{}", ns.name()),
+            webhook: Some(webhook),
+            ..OperatorConfig::default()
+        };
+        let operator = ratchet_operator::start(client.clone(), config.clone()).await?;
         Ok(Harness {
             env,
             client,
             ns,
             operator: Some(operator),
+            config,
         })
+    }
+
+    /// Stops the operator (gracefully) and starts a new one, as a pod restart would.
+    pub async fn restart_operator(&mut self) -> Result<()> {
+        if let Some(op) = self.operator.take() {
+            op.stop().await;
+        }
+        self.operator =
+            Some(ratchet_operator::start(self.client.clone(), self.config.clone()).await?);
+        Ok(())
     }
 
     pub fn name(&self) -> &str {
@@ -184,4 +193,77 @@ pub fn cinder_manifest(
         tag,
         backends,
     )
+}
+
+/// Records every distinct status of a Cinder as it changes (phase, installed,
+/// target, DatabaseReady reason), from a watch started before the change.
+pub struct StatusRecorder {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String, String, String)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StatusRecorder {
+    pub async fn start(api: Api<Cinder>, name: &str) -> Result<StatusRecorder> {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut stream = watcher::watcher(api, config).boxed();
+        // Wait for the initial list so nothing after this point is missed.
+        loop {
+            match tokio::time::timeout(TIMEOUT, stream.next()).await? {
+                Some(Ok(watcher::Event::InitDone)) => break,
+                Some(_) => continue,
+                None => anyhow::bail!("watch ended"),
+            }
+        }
+        let sink = seen.clone();
+        let task = tokio::spawn(async move {
+            while let Some(event) = stream.next().await {
+                let Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) = event else {
+                    continue;
+                };
+                let Some(s) = c.status.as_ref() else { continue };
+                let phase = serde_json::to_value(s.upgrade_phase)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let db = condition(&c, "DatabaseReady")
+                    .map(|(_, r)| r)
+                    .unwrap_or_default();
+                let entry = (
+                    phase,
+                    s.installed_release.clone(),
+                    s.target_release.clone(),
+                    db,
+                );
+                let mut seen = sink.lock().unwrap_or_else(|p| p.into_inner());
+                if seen.last() != Some(&entry) {
+                    seen.push(entry);
+                }
+            }
+        });
+        Ok(StatusRecorder { seen, task })
+    }
+
+    pub fn statuses(&self) -> Vec<(String, String, String, String)> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The distinct upgrade phases seen, in order.
+    pub fn phases(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (phase, ..) in self.statuses() {
+            if out.last() != Some(&phase) {
+                out.push(phase);
+            }
+        }
+        out
+    }
+}
+
+impl Drop for StatusRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }

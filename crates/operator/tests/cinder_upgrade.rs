@@ -1,0 +1,763 @@
+//! Cinder release upgrades on a real control plane with the real Job and
+//! Deployment controllers: one test per behaviour of the seed (C2–C16, C21).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use common::{Harness, StatusRecorder, TIMEOUT, cinder_manifest};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+use kube::runtime::watcher;
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_testenv::wait::{until, until_deleted};
+use ratchet_testenv::{Behaviour, PodSelector};
+use serde_json::json;
+
+const REPO: &str = "registry.invalid/openstack/cinder";
+const CHECK_OK: &str = "cinder-status upgrade check exit 0";
+
+async fn installed(prefix: &str, release: &str, backends: &[&str]) -> Result<Harness> {
+    let h = Harness::start(prefix).await?;
+    h.create_cinder(cinder_manifest("c", release, release, backends))
+        .await?;
+    h.wait_ready("c").await?;
+    Ok(h)
+}
+
+async fn bump(h: &Harness, release: &str) -> Result<Cinder> {
+    h.patch_cinder(
+        "c",
+        json!({ "spec": { "openStackRelease": release, "image": { "tag": release } } }),
+    )
+    .await
+}
+
+/// Waits until the upgrade to `release` has finished and everything is Ready.
+async fn wait_installed(h: &Harness, release: &str) -> Result<Cinder> {
+    let release = release.to_string();
+    Ok(until(
+        &h.api::<Cinder>(),
+        "c",
+        Duration::from_secs(120),
+        "upgrade complete and Ready",
+        move |c: &Cinder| {
+            c.status.as_ref().is_some_and(|s| {
+                s.installed_release == release
+                    && s.upgrade_phase == CinderUpgradePhase::None
+                    && s.observed_generation == c.metadata.generation
+                    && s.conditions
+                        .iter()
+                        .any(|x| x.type_ == "Ready" && x.status == "True")
+            })
+        },
+    )
+    .await?)
+}
+
+async fn wait_phase(h: &Harness, phase: CinderUpgradePhase) -> Result<Cinder> {
+    Ok(until(
+        &h.api::<Cinder>(),
+        "c",
+        TIMEOUT,
+        &format!("phase {phase:?}"),
+        |c: &Cinder| c.status.as_ref().is_some_and(|s| s.upgrade_phase == phase),
+    )
+    .await?)
+}
+
+fn container(job: &Job) -> Result<k8s_openapi::api::core::v1::Container> {
+    job.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first().cloned())
+        .context("job container")
+}
+
+fn event_index(events: &[Event], reason: &str) -> Option<usize> {
+    events
+        .iter()
+        .position(|e| e.reason.as_deref() == Some(reason))
+}
+
+/// Records, from one watch, each time a Deployment's template changes, and
+/// whether every other Deployment it follows in roll order was completely
+/// rolled out at that moment.
+struct RollRecorder {
+    changes: std::sync::Arc<std::sync::Mutex<Vec<(String, String, Option<String>)>>>,
+    violations: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RollRecorder {
+    async fn start(api: Api<Deployment>, order: Vec<String>) -> Result<RollRecorder> {
+        let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+        let mut live: BTreeMap<String, Deployment> = BTreeMap::new();
+        loop {
+            match tokio::time::timeout(TIMEOUT, stream.next()).await? {
+                Some(Ok(watcher::Event::InitApply(d))) => {
+                    live.insert(d.metadata.name.clone().unwrap_or_default(), d);
+                }
+                Some(Ok(watcher::Event::InitDone)) => break,
+                Some(_) => continue,
+                None => anyhow::bail!("watch ended"),
+            }
+        }
+        let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let violations = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (c, v) = (changes.clone(), violations.clone());
+        let task = tokio::spawn(async move {
+            let fingerprint = |d: &Deployment| {
+                let t = d
+                    .spec
+                    .as_ref()
+                    .map(|s| s.template.clone())
+                    .unwrap_or_default();
+                let image = t
+                    .spec
+                    .as_ref()
+                    .and_then(|p| p.containers.first())
+                    .and_then(|x| x.image.clone())
+                    .unwrap_or_default();
+                let release = t
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.annotations.as_ref())
+                    .and_then(|a| a.get("cinder.c5c3.io/installed-release").cloned());
+                (image, release)
+            };
+            let complete = |d: &Deployment| {
+                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                d.status.as_ref().is_some_and(|s| {
+                    s.observed_generation == d.metadata.generation
+                        && s.updated_replicas == Some(want)
+                        && s.ready_replicas == Some(want)
+                        && s.available_replicas == Some(want)
+                        && s.replicas == Some(want)
+                })
+            };
+            while let Some(event) = stream.next().await {
+                let Ok(watcher::Event::Apply(d)) = event else {
+                    continue;
+                };
+                let name = d.metadata.name.clone().unwrap_or_default();
+                let new = fingerprint(&d);
+                let old = live.get(&name).map(fingerprint);
+                if old.as_ref() != Some(&new) {
+                    // When a workload moves to a new image, every workload before it
+                    // in roll order must already be fully rolled out on that image.
+                    let image_changed = old.as_ref().is_some_and(|o| o.0 != new.0);
+                    if let Some(pos) = order
+                        .iter()
+                        .position(|n| *n == name)
+                        .filter(|_| image_changed)
+                    {
+                        for earlier in &order[..pos] {
+                            let ok = live
+                                .get(earlier)
+                                .is_some_and(|e| fingerprint(e).0 == new.0 && complete(e));
+                            if !ok {
+                                v.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
+                                    "{name} changed to {} before {earlier} was rolled out",
+                                    new.0
+                                ));
+                            }
+                        }
+                    }
+                    c.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((name.clone(), new.0, new.1));
+                }
+                live.insert(name, d);
+            }
+        });
+        Ok(RollRecorder {
+            changes,
+            violations,
+            task,
+        })
+    }
+
+    fn changes(&self) -> Vec<(String, String, Option<String>)> {
+        self.changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn violations(&self) -> Vec<String> {
+        self.violations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for RollRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() -> Result<()> {
+    let h = installed("full", "2026.1", &["lvm", "nfs"]).await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-migrate"),
+        Behaviour::succeed_with_message(CHECK_OK),
+    );
+    let order: Vec<String> = [
+        "c-scheduler",
+        "c-volume-lvm",
+        "c-volume-nfs",
+        "c-backup",
+        "c",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rolls = RollRecorder::start(h.api(), order.clone()).await?;
+    let statuses = StatusRecorder::start(h.api(), "c").await?;
+    bump(&h, "2026.2").await?;
+    let done = wait_installed(&h, "2026.2").await?;
+    // The second roll finishes after promotion; wait for the annotation too.
+    let deployments: Api<Deployment> = h.api();
+    until(
+        &deployments,
+        "c-backup",
+        TIMEOUT,
+        "second roll of backup",
+        |d: &Deployment| {
+            d.spec
+                .as_ref()
+                .and_then(|s| s.template.metadata.as_ref())
+                .and_then(|m| m.annotations.as_ref())
+                .and_then(|a| a.get("cinder.c5c3.io/installed-release"))
+                .map(String::as_str)
+                == Some("2026.2")
+        },
+    )
+    .await?;
+    h.wait_ready("c").await?;
+
+    // Phases in order, installedRelease promoted only at the end.
+    let phases = statuses.phases();
+    ensure!(
+        phases
+            == [
+                "",
+                "Expanding",
+                "Migrating",
+                "RollingUpdate",
+                "Contracting",
+                ""
+            ],
+        "phases {phases:?}"
+    );
+    for (phase, installed, target, _) in statuses.statuses() {
+        if !phase.is_empty() {
+            ensure!(
+                installed == "2026.1" && target == "2026.2",
+                "{phase}: installed {installed} target {target}"
+            );
+        }
+    }
+    ensure!(
+        done.status
+            .as_ref()
+            .is_some_and(|s| s.target_release.is_empty())
+    );
+    let reasons: Vec<String> = statuses.statuses().into_iter().map(|s| s.3).collect();
+    for r in [
+        "ExpandInProgress",
+        "MigrateInProgress",
+        "UpgradeRollingUpdate",
+        "ContractInProgress",
+    ] {
+        ensure!(
+            reasons.iter().any(|x| x == r),
+            "DatabaseReady never said {r}: {reasons:?}"
+        );
+    }
+
+    // The three phase Jobs: names, target image, commands, backoffLimit 4.
+    let jobs: Api<Job> = h.api();
+    let target = format!("{REPO}:2026.2");
+    for (name, needle) in [
+        ("c-db-expand", "db sync"),
+        ("c-db-migrate", "upgrade check"),
+        ("c-db-contract", "db online_data_migrations"),
+    ] {
+        let job = jobs.get(name).await?;
+        ensure!(
+            job.spec.as_ref().and_then(|s| s.backoff_limit) == Some(4),
+            "{name} backoffLimit"
+        );
+        let c = container(&job)?;
+        ensure!(
+            c.image.as_deref() == Some(target.as_str()),
+            "{name} image {:?}",
+            c.image
+        );
+        let command = c.command.unwrap_or_default().join(" ");
+        ensure!(
+            command.contains(needle) && command.contains("--config-dir /etc/cinder/cinder.conf.d"),
+            "{name}: {command}"
+        );
+    }
+    let migrate = container(&jobs.get("c-db-migrate").await?)?
+        .command
+        .unwrap_or_default()
+        .join(" ");
+    ensure!(
+        migrate.contains("cinder-status upgrade check exit $rc")
+            && migrate.contains("0|1|2) exit 0"),
+        "{migrate}"
+    );
+
+    // Events in order.
+    let events = h.events_for("c").await?;
+    let sequence = [
+        "UpgradeInitiated",
+        "ExpandComplete",
+        "MigrateComplete",
+        "UpgradeCheckCompleted",
+        "DeploymentRolloutComplete",
+        "UpgradeComplete",
+    ];
+    let mut last = None;
+    for reason in sequence {
+        let at = event_index(&events, reason).with_context(|| format!("no {reason} event"))?;
+        ensure!(last.is_none_or(|l| at > l), "{reason} out of order");
+        last = Some(at);
+    }
+    let in_progress = events
+        .iter()
+        .filter(|e| {
+            e.reason
+                .as_deref()
+                .is_some_and(|r| r.ends_with("InProgress"))
+        })
+        .count();
+    ensure!(in_progress == 0, "in-progress states emit no events");
+
+    // The roll: target image in order, each after the previous completed.
+    let first_target: Vec<String> = {
+        let mut seen = Vec::new();
+        for (name, image, _) in rolls.changes() {
+            if image == target && !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
+        seen
+    };
+    ensure!(first_target == order, "roll order {first_target:?}");
+    ensure!(
+        rolls.violations().is_empty(),
+        "gating violated: {:?}",
+        rolls.violations()
+    );
+    // The second roll: scheduler, volumes and backup change again (annotation), the API does not.
+    let changes = rolls.changes();
+    for name in ["c-scheduler", "c-volume-lvm", "c-volume-nfs", "c-backup"] {
+        let n = changes
+            .iter()
+            .filter(|(n, image, _)| n == name && *image == target)
+            .count();
+        ensure!(n == 2, "{name} rolled {n} times on the target image");
+    }
+    ensure!(
+        changes.iter().filter(|(n, ..)| n == "c").count() == 1,
+        "the API rolls once"
+    );
+    h.finish().await;
+    Ok(())
+}
+
+async fn check_exit(code: i32) -> Result<()> {
+    let h = installed(&format!("check{code}"), "2026.1", &[]).await?;
+    let message = format!("cinder-status upgrade check exit {code}");
+    let behaviour = if code <= 2 {
+        Behaviour::succeed_with_message(message)
+    } else {
+        Behaviour::always_exit(code, message)
+    };
+    h.env
+        .scenarios()
+        .add(PodSelector::workload(h.name(), "c-db-migrate"), behaviour);
+    bump(&h, "2026.2").await?;
+    if code <= 2 {
+        wait_installed(&h, "2026.2").await?;
+        let events = h.events_for("c").await?;
+        let expected = if code == 0 {
+            "UpgradeCheckCompleted"
+        } else {
+            "UpgradeCheckWarnings"
+        };
+        let reports: Vec<&Event> = events
+            .iter()
+            .filter(|e| {
+                e.reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("UpgradeCheck"))
+            })
+            .collect();
+        ensure!(
+            reports.len() == 1 && reports[0].reason.as_deref() == Some(expected),
+            "exit {code}: {:?}",
+            reports.iter().map(|e| &e.reason).collect::<Vec<_>>()
+        );
+        let kind = if code == 0 { "Normal" } else { "Warning" };
+        ensure!(reports[0].type_.as_deref() == Some(kind));
+        let cinder = h.api::<Cinder>().get("c").await?;
+        let uid = h.api::<Job>().get("c-db-migrate").await?.metadata.uid;
+        ensure!(
+            cinder
+                .metadata
+                .annotations
+                .and_then(|a| a.get("cinder.c5c3.io/last-upgrade-check-job-uid").cloned())
+                == uid
+        );
+    } else {
+        h.wait_condition("c", "DatabaseReady", "False", "MigrateFailed")
+            .await?;
+        let c = h.api::<Cinder>().get("c").await?;
+        ensure!(c.status.map(|s| s.installed_release) == Some("2026.1".into()));
+    }
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn upgrade_check_exit_0_completes() -> Result<()> {
+    check_exit(0).await
+}
+
+#[tokio::test]
+async fn upgrade_check_exit_1_warns() -> Result<()> {
+    check_exit(1).await
+}
+
+#[tokio::test]
+async fn upgrade_check_exit_2_warns_and_does_not_wedge() -> Result<()> {
+    check_exit(2).await
+}
+
+#[tokio::test]
+async fn upgrade_check_exit_3_fails_migrate() -> Result<()> {
+    check_exit(3).await
+}
+
+async fn phase_job_fails(suffix: &str, reason: &str) -> Result<()> {
+    let h = installed(&format!("fail-{suffix}"), "2026.1", &[]).await?;
+    let rule = h.env.scenarios().add(
+        PodSelector::workload(h.name(), &format!("c-{suffix}")),
+        Behaviour::always_exit(2, "errors and no progress"),
+    );
+    bump(&h, "2026.2").await?;
+    let failed = h
+        .wait_condition("c", "DatabaseReady", "False", reason)
+        .await?;
+    let status = failed.status.context("status")?;
+    ensure!(status.installed_release == "2026.1" && status.target_release == "2026.2");
+    let message = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "DatabaseReady")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    ensure!(
+        message.contains("2026.1 → 2026.2") && message.contains("delete the Job"),
+        "{message}"
+    );
+    let job = h.api::<Job>().get(&format!("c-{suffix}")).await?;
+    ensure!(job.status.and_then(|s| s.failed) == Some(5));
+    let warnings = h
+        .event_reasons("c")
+        .await?
+        .into_iter()
+        .filter(|r| r == reason)
+        .count();
+    ensure!(warnings == 1, "{warnings} {reason} events");
+
+    // Recovery: fix the cause, delete the failed Job; the phase resumes.
+    h.env.scenarios().remove(rule);
+    let jobs: Api<Job> = h.api();
+    jobs.delete(
+        &format!("c-{suffix}"),
+        &kube::api::DeleteParams::background(),
+    )
+    .await?;
+    wait_installed(&h, "2026.2").await?;
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn failing_expand_job_fails_the_phase_and_recovers() -> Result<()> {
+    phase_job_fails("db-expand", "ExpandFailed").await
+}
+
+#[tokio::test]
+async fn failing_contract_job_fails_the_phase_and_recovers() -> Result<()> {
+    phase_job_fails("db-contract", "ContractFailed").await
+}
+
+#[tokio::test]
+async fn skip_level_is_refused_with_a_reason() -> Result<()> {
+    let h = installed("skip", "2026.1", &[]).await?;
+    bump(&h, "2027.1").await?;
+    let c = h
+        .wait_condition("c", "DatabaseReady", "False", "UpgradePathInvalid")
+        .await?;
+    ensure!(
+        c.status
+            .as_ref()
+            .is_some_and(|s| s.upgrade_phase == CinderUpgradePhase::None)
+    );
+    ensure!(h.api::<Job>().get_opt("c-db-expand").await?.is_none());
+    h.finish().await;
+    Ok(())
+}
+
+async fn target_changed_then(revert_to: &str) -> Result<()> {
+    let h = installed(
+        &format!("target-{}", revert_to.replace('.', "-")),
+        "2026.1",
+        &[],
+    )
+    .await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-expand"),
+        Behaviour::default().with_run_time(Duration::from_secs(3)),
+    );
+    bump(&h, "2026.2").await?;
+    wait_phase(&h, CinderUpgradePhase::Expanding).await?;
+    bump(&h, "2027.1").await?;
+    let held = h
+        .wait_condition("c", "DatabaseReady", "False", "UpgradeTargetChanged")
+        .await?;
+    ensure!(held.status.as_ref().is_some_and(
+        |s| s.upgrade_phase == CinderUpgradePhase::Expanding && s.target_release == "2026.2"
+    ));
+    // The expand Job finishes meanwhile; the upgrade still must not advance.
+    let jobs: Api<Job> = h.api();
+    until(
+        &jobs,
+        "c-db-expand",
+        TIMEOUT,
+        "expand complete",
+        |j: &Job| j.status.as_ref().and_then(|s| s.succeeded) == Some(1),
+    )
+    .await?;
+    ensure!(
+        jobs.get_opt("c-db-migrate").await?.is_none(),
+        "a held upgrade advanced"
+    );
+    bump(&h, revert_to).await?;
+    if revert_to == "2026.2" {
+        wait_installed(&h, "2026.2").await?;
+    } else {
+        wait_installed(&h, "2026.1").await?;
+        ensure!(
+            h.event_reasons("c")
+                .await?
+                .iter()
+                .any(|r| r == "UpgradeAborted")
+        );
+    }
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn changed_target_holds_then_continues_when_reverted_to_target() -> Result<()> {
+    target_changed_then("2026.2").await
+}
+
+#[tokio::test]
+async fn changed_target_holds_then_aborts_when_reverted_to_installed() -> Result<()> {
+    target_changed_then("2026.1").await
+}
+
+async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
+    let h = installed(
+        &format!("abort-{phase:?}").to_lowercase(),
+        "2026.1",
+        &["lvm"],
+    )
+    .await?;
+    let scenarios = h.env.scenarios();
+    match phase {
+        CinderUpgradePhase::Expanding => scenarios.add(
+            PodSelector::workload(h.name(), "c-db-expand"),
+            Behaviour::hang(),
+        ),
+        CinderUpgradePhase::Migrating => scenarios.add(
+            PodSelector::workload(h.name(), "c-db-migrate"),
+            Behaviour::hang(),
+        ),
+        _ => scenarios.add(
+            PodSelector::workload(h.name(), "c-backup").with_image_containing(":2026.2"),
+            Behaviour::hang(),
+        ),
+    };
+    bump(&h, "2026.2").await?;
+    wait_phase(&h, phase).await?;
+    if phase == CinderUpgradePhase::RollingUpdate {
+        until(
+            &h.api::<Cinder>(),
+            "c",
+            TIMEOUT,
+            "rolling backup",
+            |c: &Cinder| {
+                c.status
+                    .as_ref()
+                    .is_some_and(|s| s.rolling_workload == "c-backup")
+            },
+        )
+        .await?;
+    }
+    bump(&h, "2026.1").await?;
+    let jobs: Api<Job> = h.api();
+    for name in ["c-db-expand", "c-db-migrate", "c-db-contract"] {
+        until_deleted(&jobs, name, TIMEOUT).await?;
+    }
+    wait_installed(&h, "2026.1").await?;
+    ensure!(
+        h.event_reasons("c")
+            .await?
+            .iter()
+            .any(|r| r == "UpgradeAborted")
+    );
+    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
+        let image = d
+            .spec
+            .and_then(|s| s.template.spec)
+            .and_then(|p| p.containers.first().and_then(|c| c.image.clone()));
+        ensure!(
+            image.as_deref() == Some(&*format!("{REPO}:2026.1")),
+            "{:?} still on {image:?}",
+            d.metadata.name
+        );
+    }
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn abort_from_expanding() -> Result<()> {
+    abort_in(CinderUpgradePhase::Expanding).await
+}
+
+#[tokio::test]
+async fn abort_from_migrating() -> Result<()> {
+    abort_in(CinderUpgradePhase::Migrating).await
+}
+
+#[tokio::test]
+async fn abort_from_rolling_update() -> Result<()> {
+    abort_in(CinderUpgradePhase::RollingUpdate).await
+}
+
+#[tokio::test]
+async fn lone_release_bump_with_a_tag_stalls_and_with_a_digest_upgrades() -> Result<()> {
+    let h = installed("lone", "2026.1", &[]).await?;
+    h.patch_cinder("c", json!({ "spec": { "openStackRelease": "2026.2" } }))
+        .await?;
+    let c = h
+        .wait_condition("c", "DatabaseReady", "False", "ImageReleaseMismatch")
+        .await?;
+    ensure!(
+        c.status
+            .is_some_and(|s| s.upgrade_phase == CinderUpgradePhase::None)
+    );
+
+    let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let mut manifest = cinder_manifest("d", "2026.1", "x", &[]);
+    manifest["spec"]["image"] = json!({ "repository": REPO, "digest": digest });
+    h.create_cinder(manifest).await?;
+    h.wait_ready("d").await?;
+    h.patch_cinder("d", json!({ "spec": { "openStackRelease": "2026.2" } }))
+        .await?;
+    until(
+        &h.api::<Cinder>(),
+        "d",
+        Duration::from_secs(120),
+        "digest upgrade complete",
+        |c: &Cinder| {
+            c.status.as_ref().is_some_and(|s| {
+                s.installed_release == "2026.2" && s.upgrade_phase == CinderUpgradePhase::None
+            })
+        },
+    )
+    .await?;
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn year_rollover_upgrade() -> Result<()> {
+    let h = installed("rollover", "2026.2", &[]).await?;
+    bump(&h, "2027.1").await?;
+    wait_installed(&h, "2027.1").await?;
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn operator_restarted_at_every_phase_boundary_resumes_without_rerunning_jobs() -> Result<()> {
+    let mut h = installed("restart", "2026.1", &["lvm"]).await?;
+    // Each phase Job takes a moment, so the restart lands inside the phase.
+    for job in ["c-db-expand", "c-db-migrate", "c-db-contract"] {
+        h.env.scenarios().add(
+            PodSelector::workload(h.name(), job),
+            Behaviour::succeed_with_message(CHECK_OK).with_run_time(Duration::from_secs(1)),
+        );
+    }
+    h.env.scenarios().add(
+        PodSelector::namespace(h.name()).with_image_containing(":2026.2"),
+        Behaviour::default().with_ready_delay(Duration::from_millis(500)),
+    );
+    bump(&h, "2026.2").await?;
+    let jobs: Api<Job> = h.api();
+    let mut uids: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for phase in [
+        CinderUpgradePhase::Expanding,
+        CinderUpgradePhase::Migrating,
+        CinderUpgradePhase::RollingUpdate,
+        CinderUpgradePhase::Contracting,
+    ] {
+        wait_phase(&h, phase).await?;
+        h.restart_operator().await?;
+        for name in ["c-db-expand", "c-db-migrate", "c-db-contract"] {
+            if let Some(job) = jobs.get_opt(name).await? {
+                let uid = job.metadata.uid.clone();
+                let previous = uids.entry(name.to_string()).or_insert_with(|| uid.clone());
+                ensure!(
+                    *previous == uid,
+                    "{name} was re-created after a restart in {phase:?}"
+                );
+            }
+        }
+    }
+    wait_installed(&h, "2026.2").await?;
+    let reasons = h.event_reasons("c").await?;
+    for once in [
+        "UpgradeInitiated",
+        "ExpandComplete",
+        "MigrateComplete",
+        "UpgradeCheckCompleted",
+        "UpgradeComplete",
+    ] {
+        let n = reasons.iter().filter(|r| *r == once).count();
+        ensure!(n == 1, "{once} seen {n} times across restarts");
+    }
+    h.finish().await;
+    Ok(())
+}
