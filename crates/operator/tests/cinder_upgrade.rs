@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use common::{Harness, StatusRecorder, TIMEOUT, cinder_manifest};
+use common::{Harness, Log, StatusRecorder, TIMEOUT, cinder_manifest};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -88,9 +88,12 @@ fn event_index(events: &[Event], reason: &str) -> Option<usize> {
 /// Records, from one watch, each time a Deployment's template changes, and
 /// whether every other Deployment it follows in roll order was completely
 /// rolled out at that moment.
+/// (deployment, image, installed-release annotation)
+type TemplateChange = (String, String, Option<String>);
+
 struct RollRecorder {
-    changes: std::sync::Arc<std::sync::Mutex<Vec<(String, String, Option<String>)>>>,
-    violations: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    changes: Log<TemplateChange>,
+    violations: Log<String>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -183,7 +186,7 @@ impl RollRecorder {
         })
     }
 
-    fn changes(&self) -> Vec<(String, String, Option<String>)> {
+    fn changes(&self) -> Vec<TemplateChange> {
         self.changes
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -197,8 +197,14 @@ pub fn cinder_manifest(
 
 /// Records every distinct status of a Cinder as it changes (phase, installed,
 /// target, DatabaseReady reason), from a watch started before the change.
+/// A list shared with a recording task.
+pub type Log<T> = std::sync::Arc<std::sync::Mutex<Vec<T>>>;
+
+/// (phase, installedRelease, targetRelease, DatabaseReady reason)
+pub type SeenStatus = (String, String, String, String);
+
 pub struct StatusRecorder {
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String, String, String)>>>,
+    seen: Log<SeenStatus>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -246,7 +252,7 @@ impl StatusRecorder {
         Ok(StatusRecorder { seen, task })
     }
 
-    pub fn statuses(&self) -> Vec<(String, String, String, String)> {
+    pub fn statuses(&self) -> Vec<SeenStatus> {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
