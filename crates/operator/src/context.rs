@@ -2,10 +2,12 @@
 //! per-object failure counts that drive error backoff.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
+
+use crate::metrics::Metrics;
 
 /// How an operator instance is set up.
 #[derive(Clone, Debug)]
@@ -18,6 +20,8 @@ pub struct OperatorConfig {
     pub instance: String,
     /// Serve admission webhooks (None: controllers only).
     pub webhook: Option<crate::webhooks::WebhookConfig>,
+    /// Serve /metrics, /healthz and /readyz over plain HTTP here.
+    pub metrics_bind: Option<std::net::SocketAddr>,
 }
 
 impl Default for OperatorConfig {
@@ -27,6 +31,7 @@ impl Default for OperatorConfig {
             concurrency: 4,
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| "ratchet".into()),
             webhook: None,
+            metrics_bind: None,
         }
     }
 }
@@ -36,11 +41,12 @@ pub struct Context {
     pub config: OperatorConfig,
     /// One recorder for all events, so repeats aggregate into series.
     pub recorder: Recorder,
+    pub metrics: Arc<Metrics>,
     failures: Mutex<HashMap<String, u32>>,
 }
 
 impl Context {
-    pub fn new(client: Client, config: OperatorConfig) -> Context {
+    pub fn new(client: Client, config: OperatorConfig, metrics: Arc<Metrics>) -> Context {
         let reporter = Reporter {
             controller: "ratchet".into(),
             instance: Some(config.instance.clone()),
@@ -49,6 +55,7 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             config,
+            metrics,
             failures: Mutex::new(HashMap::new()),
         }
     }

@@ -9,6 +9,7 @@ pub mod error;
 mod events;
 pub mod install;
 pub mod labels;
+pub mod metrics;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -21,6 +22,8 @@ pub struct OperatorHandle {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
     webhook: Option<webhooks::WebhookServer>,
+    metrics_server: Option<metrics::MetricsServer>,
+    metrics: Arc<metrics::Metrics>,
 }
 
 impl OperatorHandle {
@@ -31,6 +34,15 @@ impl OperatorHandle {
         }
         let _ = (&mut self.task).await;
         self.webhook.take();
+    }
+
+    /// Where /metrics, /healthz and /readyz are served, if they are.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(|m| m.local_addr)
+    }
+
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.metrics
     }
 
     /// Where the admission webhook listens, if it runs.
@@ -48,11 +60,20 @@ impl Drop for OperatorHandle {
 /// Starts the webhook server (when configured) and every controller on the
 /// current runtime.
 pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<OperatorHandle, Error> {
-    let webhook = match &config.webhook {
-        Some(webhook) => Some(webhooks::start(&client, webhook).await?),
+    let metrics = Arc::new(metrics::Metrics::default());
+    let metrics_server = match config.metrics_bind {
+        Some(bind) => Some(
+            metrics::serve(bind, metrics.clone())
+                .await
+                .map_err(|e| Error::Tls(format!("metrics endpoint on {bind}: {e}")))?,
+        ),
         None => None,
     };
-    let ctx = Arc::new(Context::new(client, config));
+    let webhook = match &config.webhook {
+        Some(webhook) => Some(webhooks::start(&client, webhook, metrics.clone()).await?),
+        None => None,
+    };
+    let ctx = Arc::new(Context::new(client, config, metrics.clone()));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         cinder::run(ctx, async move {
@@ -60,9 +81,12 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         })
         .await;
     });
+    metrics.set_ready();
     Ok(OperatorHandle {
         shutdown: Some(tx),
         task,
         webhook,
+        metrics_server,
+        metrics,
     })
 }

@@ -764,3 +764,85 @@ async fn operator_restarted_at_every_phase_boundary_resumes_without_rerunning_jo
     h.finish().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_rollout_without_progress_is_reported_as_stalled() -> Result<()> {
+    let h = Harness::start("stall").await?;
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &[]);
+    manifest["spec"]["rolloutDeadlineSeconds"] = json!(10);
+    h.create_cinder(manifest).await?;
+    h.wait_ready("c").await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-scheduler").with_image_containing(":2026.2"),
+        Behaviour::hang(),
+    );
+    bump(&h, "2026.2").await?;
+    let stalled = h
+        .wait_condition("c", "DeploymentsReady", "False", "RolloutStalled")
+        .await?;
+    let status = stalled.status.context("status")?;
+    ensure!(status.upgrade_phase == CinderUpgradePhase::RollingUpdate);
+    ensure!(
+        status.rolling_workload == "c-scheduler",
+        "rolling {}",
+        status.rolling_workload
+    );
+    let events = h.events_for("c").await?;
+    let warnings: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("RolloutStalled"))
+        .collect();
+    ensure!(
+        warnings.len() == 1 && warnings[0].type_.as_deref() == Some("Warning"),
+        "{} stall events",
+        warnings.len()
+    );
+    ensure!(
+        h.api::<Job>().get_opt("c-db-contract").await?.is_none(),
+        "contract must wait for the roll"
+    );
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn metrics_show_the_phase_and_phase_durations() -> Result<()> {
+    let h = installed("metrics", "2026.1", &[]).await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-expand"),
+        Behaviour::hang(),
+    );
+    bump(&h, "2026.2").await?;
+    wait_phase(&h, CinderUpgradePhase::Expanding).await?;
+    let during = h.scrape().await?;
+    let gauge = format!(
+        r#"ratchet_upgrade_phase{{service="cinder",namespace="{}",name="c",phase="Expanding"}} 1"#,
+        h.name()
+    );
+    ensure!(
+        during.contains("200 OK") && during.contains(&gauge),
+        "{during}"
+    );
+    // Abort: the Expanding phase ends, its duration is recorded, the gauge says none.
+    bump(&h, "2026.1").await?;
+    wait_installed(&h, "2026.1").await?;
+    let after = h.scrape().await?;
+    let none = format!(
+        r#"ratchet_upgrade_phase{{service="cinder",namespace="{}",name="c",phase="none"}} 1"#,
+        h.name()
+    );
+    ensure!(after.contains(&none), "{after}");
+    ensure!(
+        after.contains(
+            r#"ratchet_upgrade_phase_duration_seconds_count{service="cinder",phase="Expanding"}"#
+        ),
+        "{after}"
+    );
+    ensure!(after.contains("ratchet_reconciles_total"), "{after}");
+    ensure!(
+        after.contains("ratchet_webhook_admission_duration_seconds_count"),
+        "{after}"
+    );
+    h.finish().await;
+    Ok(())
+}

@@ -64,6 +64,8 @@ pub struct DesiredStatus {
     pub target_release: String,
     /// Phase name, empty in steady state.
     pub phase: String,
+    /// When that phase began (RFC 3339); empty in steady state.
+    pub phase_started_at: String,
     /// The workload an upgrade roll is waiting on, empty otherwise.
     pub rolling_workload: String,
     pub conditions: Vec<ConditionState>,

@@ -32,6 +32,8 @@ pub struct StatusView {
     pub target_release: String,
     /// `status.upgradePhase`: a phase name of the profile, or empty.
     pub phase: String,
+    /// When the current phase began (RFC 3339), or empty.
+    pub phase_started_at: String,
     pub conditions: Vec<ConditionState>,
 }
 

@@ -183,11 +183,19 @@ impl Draft {
         );
         let mut events = self.events;
         events.extend(condition_events);
+        let phase_started_at = if self.phase.is_empty() {
+            String::new()
+        } else if self.phase == obs.status.phase && !obs.status.phase_started_at.is_empty() {
+            obs.status.phase_started_at.clone()
+        } else {
+            obs.now.clone()
+        };
         Decision {
             status: DesiredStatus {
                 installed_release: self.installed_release,
                 target_release: self.target_release,
                 phase: self.phase,
+                phase_started_at,
                 rolling_workload: self.rolling_workload,
                 conditions,
                 observed_generation: obs.spec.generation,

@@ -17,6 +17,9 @@ pub struct OperatorArgs {
     /// Reconciles running at once.
     #[arg(long, default_value_t = 4)]
     concurrency: u16,
+    /// Serve /metrics, /healthz and /readyz (plain HTTP) on this address.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_bind: SocketAddr,
     /// Serve the admission webhook on this address (e.g. 0.0.0.0:9443).
     #[arg(long)]
     webhook_bind: Option<SocketAddr>,
@@ -99,6 +102,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         concurrency: args.concurrency,
         webhook: webhook_config(&args)?,
+        metrics_bind: Some(args.metrics_bind),
         ..OperatorConfig::default()
     };
     let handle = ratchet_operator::start(client, config).await?;

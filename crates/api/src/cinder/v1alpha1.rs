@@ -109,6 +109,9 @@ pub struct CinderStatus {
     /// The current upgrade phase; empty in steady state.
     #[serde(default)]
     pub upgrade_phase: CinderUpgradePhase,
+    /// When the current upgrade phase began; empty in steady state.
+    #[serde(default)]
+    pub upgrade_phase_started_at: String,
     /// The workload an upgrade roll is waiting on; empty otherwise.
     #[serde(default)]
     pub rolling_workload: String,

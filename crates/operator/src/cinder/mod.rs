@@ -38,6 +38,7 @@ fn key(cinder: &Cinder) -> String {
 }
 
 fn error_policy(cinder: Arc<Cinder>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.failed(profile::SERVICE, &error.metric_label());
     let failures = ctx.record_failure(&key(&cinder));
     let delay = backoff(failures);
     tracing::warn!(cinder = %key(&cinder), error = %error, failures, retry_in = ?delay, "reconcile failed");
@@ -58,7 +59,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
         .run(
             |cinder, ctx: Arc<Context>| async move {
                 let key = key(&cinder);
+                let started = std::time::Instant::now();
                 let result = reconcile::reconcile(cinder, ctx.clone()).await;
+                ctx.metrics.reconciled(profile::SERVICE, started.elapsed());
                 if result.is_ok() {
                     ctx.record_success(&key);
                 }

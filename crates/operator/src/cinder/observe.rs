@@ -111,6 +111,7 @@ fn status_view(cinder: &Cinder) -> StatusView {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default(),
+        phase_started_at: status.upgrade_phase_started_at.clone(),
         conditions: status
             .conditions
             .iter()

@@ -43,6 +43,7 @@ pub async fn reconcile(cinder: Arc<Cinder>, ctx: Arc<Context>) -> Result<Action>
     let (observed, children) =
         observe(&ctx, &profile, &cinder, &owner, config_hash.clone()).await?;
     let decision = decide(&profile, &observed);
+    record_phase(&ctx, &owner, &observed, &decision);
     tracing::debug!(cinder = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
 
     execute_jobs(&ctx, &cinder, &owner, &children, &decision).await?;
@@ -151,6 +152,7 @@ async fn write_status(
             decision.status.phase.clone(),
         ))
         .unwrap_or(CinderUpgradePhase::None),
+        upgrade_phase_started_at: decision.status.phase_started_at.clone(),
         rolling_workload: decision.status.rolling_workload.clone(),
         conditions: decision
             .status
@@ -213,4 +215,31 @@ async fn report_check(
             Err(e.into())
         }
     }
+}
+
+/// The phase gauge, and the duration of a phase the decision leaves.
+fn record_phase(
+    ctx: &Context,
+    owner: &Owner,
+    observed: &ratchet_phase_machine::Observed,
+    decision: &Decision,
+) {
+    let was = &observed.status;
+    let left = (!was.phase.is_empty() && was.phase != decision.status.phase)
+        .then(|| {
+            let started: k8s_openapi::jiff::Timestamp = was.phase_started_at.parse().ok()?;
+            let took = k8s_openapi::jiff::Timestamp::now().duration_since(started);
+            Some((
+                was.phase.as_str(),
+                std::time::Duration::try_from(took).unwrap_or_default(),
+            ))
+        })
+        .flatten();
+    ctx.metrics.phase(
+        super::profile::SERVICE,
+        &owner.namespace,
+        &owner.name,
+        &decision.status.phase,
+        left,
+    );
 }

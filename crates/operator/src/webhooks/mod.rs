@@ -7,6 +7,7 @@ pub mod tls;
 pub mod validation;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use kube::Client;
 
@@ -15,6 +16,7 @@ pub use server::WebhookServer;
 pub use tls::TlsSource;
 
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 
 /// How the operator serves its webhooks.
 #[derive(Clone, Debug)]
@@ -28,9 +30,13 @@ pub struct WebhookConfig {
 
 /// Starts serving and, when asked, registers the configuration. With a URL
 /// endpoint whose port is 0, the bound port is filled in.
-pub async fn start(client: &Client, config: &WebhookConfig) -> Result<WebhookServer> {
+pub async fn start(
+    client: &Client,
+    config: &WebhookConfig,
+    metrics: Arc<Metrics>,
+) -> Result<WebhookServer> {
     let identity = tls::load(&config.tls)?;
-    let server = server::start(config.bind, &identity.cert_pem, &identity.key_pem).await?;
+    let server = server::start(config.bind, &identity.cert_pem, &identity.key_pem, metrics).await?;
     if let Some(registration) = &config.registration {
         let ca = identity.ca_pem.as_deref().ok_or_else(|| {
             Error::Tls("registering the webhook needs a self-managed certificate (its CA goes into caBundle)".into())

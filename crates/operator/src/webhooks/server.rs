@@ -2,6 +2,9 @@
 
 use std::net::SocketAddr;
 
+use std::sync::Arc;
+
+use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
 use axum_server::tls_rustls::RustlsConfig;
@@ -11,6 +14,7 @@ use ratchet_api::cinder::v1alpha1::Cinder;
 
 use super::validation::validate_cinder;
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 
 pub const CINDER_PATH: &str = "/validate/cinders";
 
@@ -26,7 +30,12 @@ impl Drop for WebhookServer {
     }
 }
 
-pub async fn start(bind: SocketAddr, cert_pem: &str, key_pem: &str) -> Result<WebhookServer> {
+pub async fn start(
+    bind: SocketAddr,
+    cert_pem: &str,
+    key_pem: &str,
+    metrics: Arc<Metrics>,
+) -> Result<WebhookServer> {
     // kube and axum-server both use rustls; one process-wide provider (ring).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tls = RustlsConfig::from_pem(cert_pem.as_bytes().to_vec(), key_pem.as_bytes().to_vec())
@@ -40,7 +49,9 @@ pub async fn start(bind: SocketAddr, cert_pem: &str, key_pem: &str) -> Result<We
     let local_addr = listener
         .local_addr()
         .map_err(|e| Error::Tls(e.to_string()))?;
-    let app = Router::new().route(CINDER_PATH, post(review_cinder));
+    let app = Router::new()
+        .route(CINDER_PATH, post(review_cinder))
+        .with_state(metrics);
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls)
         .map_err(|e| Error::Tls(e.to_string()))?
@@ -55,8 +66,16 @@ pub async fn start(bind: SocketAddr, cert_pem: &str, key_pem: &str) -> Result<We
 }
 
 async fn review_cinder(
+    State(metrics): State<Arc<Metrics>>,
     Json(review): Json<AdmissionReview<Cinder>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
+    let started = std::time::Instant::now();
+    let answer = answer_cinder(review);
+    metrics.admission("cinder", started.elapsed());
+    answer
+}
+
+fn answer_cinder(review: AdmissionReview<Cinder>) -> Json<AdmissionReview<DynamicObject>> {
     let request: AdmissionRequest<Cinder> = match review.try_into() {
         Ok(request) => request,
         Err(e) => {

@@ -55,6 +55,7 @@ impl Harness {
             namespace: Some(ns.name().to_string()),
             instance: format!("test-{}", ns.name()),
             webhook: Some(webhook),
+            metrics_bind: Some("127.0.0.1:0".parse()?),
             ..OperatorConfig::default()
         };
         let operator = ratchet_operator::start(client.clone(), config.clone()).await?;
@@ -75,6 +76,23 @@ impl Harness {
         self.operator =
             Some(ratchet_operator::start(self.client.clone(), self.config.clone()).await?);
         Ok(())
+    }
+
+    /// GET /metrics from the operator's HTTP endpoint.
+    pub async fn scrape(&self) -> Result<String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self
+            .operator
+            .as_ref()
+            .and_then(|o| o.metrics_addr())
+            .ok_or_else(|| anyhow::anyhow!("no metrics endpoint"))?;
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .await?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body).await?;
+        Ok(body)
     }
 
     pub fn name(&self) -> &str {

@@ -321,6 +321,7 @@ impl World {
             installed_release: d.status.installed_release.clone(),
             target_release: d.status.target_release.clone(),
             phase: d.status.phase.clone(),
+            phase_started_at: d.status.phase_started_at.clone(),
             conditions: d.status.conditions.clone(),
         };
         self.history.push(d.clone());
