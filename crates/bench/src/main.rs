@@ -5,6 +5,7 @@ mod cluster;
 mod counting;
 mod install;
 mod stats;
+mod upgrade;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +22,8 @@ enum Command {
     Cluster(cluster::ClusterArgs),
     /// Cinder install: apply → Ready time and the operator's API requests.
     Install(install::InstallArgs),
+    /// Cinder upgrade: wall time, operator reaction times, API requests.
+    Upgrade(upgrade::UpgradeArgs),
 }
 
 #[tokio::main]
@@ -34,5 +37,6 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Cluster(args) => cluster::run(args).await,
         Command::Install(args) => install::run(args).await,
+        Command::Upgrade(args) => upgrade::run(args).await,
     }
 }

@@ -38,8 +38,16 @@ pub async fn observe(
     let selector = ListParams::default().labels(&instance_selector(SERVICE, &owner.name));
     let jobs_api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
     let deployments_api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let (jobs, deployments) =
-        tokio::try_join!(jobs_api.list(&selector), deployments_api.list(&selector))?;
+    // Independent reads, in parallel: a reconcile's latency is its round trips.
+    let (jobs, deployments, missing_secrets) = tokio::try_join!(
+        async { Ok::<_, crate::error::Error>(jobs_api.list(&selector).await?) },
+        async { Ok(deployments_api.list(&selector).await?) },
+        missing_secrets(
+            ctx,
+            &owner.namespace,
+            [&cinder.spec.database, &cinder.spec.transport]
+        ),
+    )?;
 
     let jobs: BTreeMap<String, Job> = jobs
         .items
@@ -82,12 +90,7 @@ pub async fn observe(
         },
         status: status_view(cinder),
         config_hash,
-        missing_secrets: missing_secrets(
-            ctx,
-            &owner.namespace,
-            [&cinder.spec.database, &cinder.spec.transport],
-        )
-        .await?,
+        missing_secrets,
         jobs: observed_jobs,
         workloads: deployments
             .iter()
@@ -268,17 +271,20 @@ async fn missing_secrets<'a>(
     refs: impl IntoIterator<Item = &'a SecretKeyRef>,
 ) -> Result<Vec<String>> {
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-    let mut missing = Vec::new();
-    for r in refs {
-        let present = api.get_opt(&r.secret_name).await?.is_some_and(|s| {
-            s.data.as_ref().is_some_and(|d| d.contains_key(&r.key))
-                || s.string_data
-                    .as_ref()
-                    .is_some_and(|d| d.contains_key(&r.key))
-        });
-        if !present {
-            missing.push(format!("Secret {} key {}", r.secret_name, r.key));
+    let checks = refs.into_iter().map(|r| {
+        let api = api.clone();
+        async move {
+            let present = api.get_opt(&r.secret_name).await?.is_some_and(|s| {
+                s.data.as_ref().is_some_and(|d| d.contains_key(&r.key))
+                    || s.string_data
+                        .as_ref()
+                        .is_some_and(|d| d.contains_key(&r.key))
+            });
+            Ok::<_, crate::error::Error>(
+                (!present).then(|| format!("Secret {} key {}", r.secret_name, r.key)),
+            )
         }
-    }
-    Ok(missing)
+    });
+    let results = futures::future::try_join_all(checks).await?;
+    Ok(results.into_iter().flatten().collect())
 }

@@ -32,16 +32,15 @@ pub async fn reconcile(cinder: Arc<Cinder>, ctx: Arc<Context>) -> Result<Action>
     let rendered = config::render(&owner.namespace, &owner.name, &cinder.spec);
     let config_hash = content_hash(rendered.as_bytes());
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    apply(
-        &config_maps,
-        &owner.config_map_name(),
-        &render::config_map(&owner, &rendered)?,
-    )
-    .await?;
-
+    let config_map = render::config_map(&owner, &rendered)?;
+    let config_map_name = owner.config_map_name();
     let profile = profile();
-    let (observed, children) =
-        observe(&ctx, &profile, &cinder, &owner, config_hash.clone()).await?;
+    // The ConfigMap is applied while the children are read: both finish before
+    // any Job or workload that mounts it is created.
+    let (_, (observed, children)) = tokio::try_join!(
+        apply(&config_maps, &config_map_name, &config_map),
+        observe(&ctx, &profile, &cinder, &owner, config_hash.clone()),
+    )?;
     let decision = decide(&profile, &observed);
     record_phase(&ctx, &owner, &observed, &decision);
     tracing::debug!(cinder = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");

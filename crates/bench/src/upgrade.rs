@@ -1,0 +1,290 @@
+//! A full Cinder upgrade with instant simulated pods: wall time, the operator's
+//! reaction time to each trigger (a phase Job completing, a rollout completing),
+//! and the API requests the operator made.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use futures::{StreamExt, stream};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_operator::OperatorConfig;
+use ratchet_testenv::wait::until;
+use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
+
+use crate::counting::counting_client;
+use crate::stats::summary;
+
+#[derive(Args)]
+pub struct UpgradeArgs {
+    /// Upgrades to measure (each in its own namespace).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+}
+
+const REPO: &str = "registry.invalid/openstack/cinder";
+const ROLL_ORDER: [&str; 4] = [
+    "cinder-scheduler",
+    "cinder-volume-b1",
+    "cinder-backup",
+    "cinder",
+];
+
+/// What the benchmark saw, when.
+#[derive(Debug)]
+enum Seen {
+    JobComplete(String),
+    RolloutComplete(String),
+    TemplateChanged(String, String),
+    Phase(String, String),
+}
+
+fn phase_name(c: &Cinder) -> Option<(String, String)> {
+    let s = c.status.as_ref()?;
+    let phase = serde_json::to_value(s.upgrade_phase)
+        .ok()?
+        .as_str()?
+        .to_string();
+    Some((phase, s.installed_release.clone()))
+}
+
+fn rolled_out(d: &Deployment) -> bool {
+    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    d.status.as_ref().is_some_and(|s| {
+        s.observed_generation == d.metadata.generation
+            && s.updated_replicas == Some(want)
+            && s.available_replicas == Some(want)
+            && s.replicas == Some(want)
+    })
+}
+
+fn image(d: &Deployment) -> String {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+/// Watches Jobs, Deployments and the Cinder in `ns`, timestamping what matters.
+async fn record(
+    client: Client,
+    ns: String,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> Vec<(Instant, Seen)> {
+    let jobs = watcher::watcher(
+        Api::<Job>::namespaced(client.clone(), &ns),
+        watcher::Config::default(),
+    )
+    .applied_objects()
+    .filter_map(|j| async move {
+        let j = j.ok()?;
+        let done = j
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .any(|c| c.type_ == "Complete" && c.status == "True");
+        done.then(|| Seen::JobComplete(j.metadata.name.clone().unwrap_or_default()))
+    })
+    .boxed();
+    let deployments = watcher::watcher(
+        Api::<Deployment>::namespaced(client.clone(), &ns),
+        watcher::Config::default(),
+    )
+    .applied_objects()
+    .flat_map(|d| {
+        let mut out = Vec::new();
+        if let Ok(d) = d {
+            let name = d.metadata.name.clone().unwrap_or_default();
+            out.push(Seen::TemplateChanged(name.clone(), image(&d)));
+            if rolled_out(&d) {
+                out.push(Seen::RolloutComplete(format!("{name}@{}", image(&d))));
+            }
+        }
+        stream::iter(out)
+    })
+    .boxed();
+    let cinders = watcher::watcher(
+        Api::<Cinder>::namespaced(client, &ns),
+        watcher::Config::default(),
+    )
+    .applied_objects()
+    .filter_map(|c| async move { phase_name(&c.ok()?).map(|(p, i)| Seen::Phase(p, i)) })
+    .boxed();
+    let mut all = stream::select_all([jobs, deployments, cinders]).take_until(stop);
+    let mut seen = Vec::new();
+    while let Some(event) = all.next().await {
+        seen.push((Instant::now(), event));
+    }
+    seen
+}
+
+/// Reaction times: from each trigger to the first reaction the operator owes it.
+fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> {
+    let first = |from: Instant, pred: &dyn Fn(&Seen) -> bool| {
+        seen.iter()
+            .find(|(t, s)| *t >= from && pred(s))
+            .map(|(t, _)| *t)
+    };
+    let mut out = Vec::new();
+    let target_image = format!("{REPO}:{target}");
+    let job_reactions: [(&str, &dyn Fn(&Seen) -> bool); 3] = [
+        (
+            "cinder-db-expand",
+            &|s| matches!(s, Seen::Phase(p, _) if p == "Migrating" || p == "RollingUpdate"),
+        ),
+        (
+            "cinder-db-migrate",
+            &|s| matches!(s, Seen::Phase(p, _) if p == "RollingUpdate"),
+        ),
+        (
+            "cinder-db-contract",
+            &|s| matches!(s, Seen::Phase(p, i) if p.is_empty() && i == target),
+        ),
+    ];
+    for (job, reacted) in job_reactions {
+        if let Some(t) = first(
+            seen[0].0,
+            &|s| matches!(s, Seen::JobComplete(n) if n == job),
+        ) && let Some(r) = first(t, reacted)
+        {
+            out.push((format!("{job} complete"), r - t));
+        }
+    }
+    for (i, name) in ROLL_ORDER.iter().enumerate() {
+        let done = format!("{name}@{target_image}");
+        let Some(t) = first(
+            seen[0].0,
+            &|s| matches!(s, Seen::RolloutComplete(n) if *n == done),
+        ) else {
+            continue;
+        };
+        let reaction = match ROLL_ORDER.get(i + 1) {
+            Some(next) => first(
+                t,
+                &|s| matches!(s, Seen::TemplateChanged(n, img) if n == next && *img == target_image),
+            ),
+            None => first(t, &|s| matches!(s, Seen::Phase(p, _) if p == "Contracting")),
+        };
+        if let Some(r) = reaction {
+            out.push((format!("{name} rolled out"), r - t));
+        }
+    }
+    out
+}
+
+pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
+    let cluster = LocalCluster::start().await?;
+    let admin = cluster.client()?;
+    let _kubelet = SimKubelet::start(admin.clone(), KubeletOptions::default()).await?;
+    ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
+    let (operator_client, counter) = counting_client(cluster.config().clone())?;
+    let operator = ratchet_operator::start(operator_client, OperatorConfig::default()).await?;
+
+    let mut walls = Vec::new();
+    let mut requests = Vec::new();
+    let mut all_reactions: Vec<Duration> = Vec::new();
+    let mut worst: Vec<(String, Duration)> = Vec::new();
+    for run in 0..args.runs {
+        let ns = format!("upgrade-{run}");
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } }))?;
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &namespace)
+            .await?;
+        ratchet_operator::install::ensure_example_secrets(&admin, &ns).await?;
+        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+            "cinder",
+            "2026.1",
+            REPO,
+            "2026.1",
+            &["b1"],
+        ))?;
+        let api: Api<Cinder> = Api::namespaced(admin.clone(), &ns);
+        api.create(&PostParams::default(), &cinder).await?;
+        let ready = |release: &'static str| {
+            move |c: &Cinder| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.installed_release == release
+                        && s.upgrade_phase == CinderUpgradePhase::None
+                        && s.observed_generation == c.metadata.generation
+                        && s.conditions
+                            .iter()
+                            .any(|x| x.type_ == "Ready" && x.status == "True")
+                })
+            }
+        };
+        until(
+            &api,
+            "cinder",
+            Duration::from_secs(120),
+            "installed",
+            ready("2026.1"),
+        )
+        .await?;
+
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let recorder = tokio::spawn(record(admin.clone(), ns.clone(), stop_rx));
+        // Let the recorder's watches list before the trigger.
+        tokio::task::yield_now().await;
+        until(
+            &Api::<Cinder>::namespaced(admin.clone(), &ns),
+            "cinder",
+            Duration::from_secs(10),
+            "recorder warm",
+            |_| true,
+        )
+        .await?;
+        counter.take();
+        let started = Instant::now();
+        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+        api.patch("cinder", &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        until(
+            &api,
+            "cinder",
+            Duration::from_secs(300),
+            "upgraded",
+            ready("2026.2"),
+        )
+        .await
+        .context("upgrade")?;
+        walls.push(started.elapsed());
+        requests.push(counter.take());
+        let _ = stop_tx.send(());
+        let seen = recorder.await?;
+        for (what, took) in reactions(&seen, "2026.2") {
+            all_reactions.push(took);
+            worst.push((what, took));
+        }
+    }
+    operator.stop().await;
+    println!(
+        "full upgrade 2026.1 → 2026.2 (1 back end, instant pods), incl. second roll: {}",
+        summary(&walls)
+    );
+    println!(
+        "operator reaction, trigger seen → reaction seen (Job complete → next phase; rollout complete → next workload): {}",
+        summary(&all_reactions)
+    );
+    worst.sort_by_key(|(_, d)| std::cmp::Reverse(*d));
+    for (what, took) in worst.iter().take(3) {
+        println!("  slowest: {what}: {:.1} ms", took.as_secs_f64() * 1000.0);
+    }
+    let mean = requests.iter().sum::<u64>() as f64 / requests.len().max(1) as f64;
+    println!(
+        "operator API requests per upgrade: mean {mean:.1}, min {}, max {}",
+        requests.iter().min().copied().unwrap_or_default(),
+        requests.iter().max().copied().unwrap_or_default()
+    );
+    Ok(())
+}
