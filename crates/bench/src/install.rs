@@ -5,15 +5,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::Api;
 use kube::api::PostParams;
-use ratchet_api::cinder::v1alpha1::Cinder;
-use ratchet_operator::OperatorConfig;
 use ratchet_testenv::wait::until;
-use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 
-use crate::counting::counting_client;
+use crate::setup::{Bench, settled_at};
 use crate::stats::summary;
 
 #[derive(Args)]
@@ -27,35 +22,16 @@ pub struct InstallArgs {
 }
 
 pub async fn run(args: InstallArgs) -> anyhow::Result<()> {
-    let cluster = LocalCluster::start().await?;
-    let admin = cluster.client()?;
-    let _kubelet = SimKubelet::start(admin.clone(), KubeletOptions::default()).await?;
-    ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
-    let (operator_client, counter) = counting_client(cluster.config().clone())?;
-    let operator = ratchet_operator::start(operator_client, OperatorConfig::default()).await?;
-
+    let bench = Bench::start().await?;
     let backends: Vec<String> = (1..=args.backends).map(|i| format!("b{i}")).collect();
     let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let mut times = Vec::new();
     let mut requests = Vec::new();
     for run in 0..args.runs {
-        let ns = format!("bench-{run}");
-        let namespace: Namespace =
-            serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } }))?;
-        Api::<Namespace>::all(admin.clone())
-            .create(&PostParams::default(), &namespace)
+        let (api, cinder) = bench
+            .namespace(&format!("bench-{run}"), "2026.1", &backends)
             .await?;
-        ratchet_operator::install::ensure_example_secrets(&admin, &ns).await?;
-        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-            "cinder",
-            "2026.1",
-            "registry.invalid/openstack/cinder",
-            "2026.1",
-            &backends,
-        ))?;
-        let api: Api<Cinder> = Api::namespaced(admin.clone(), &ns);
-        // Let the operator's watches settle on the new namespace's objects first.
-        counter.take();
+        bench.counter.take();
         let started = Instant::now();
         api.create(&PostParams::default(), &cinder).await?;
         until(
@@ -63,21 +39,14 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<()> {
             "cinder",
             Duration::from_secs(120),
             "Ready",
-            |c: &Cinder| {
-                c.status.as_ref().is_some_and(|s| {
-                    s.observed_generation == c.metadata.generation
-                        && s.conditions
-                            .iter()
-                            .any(|x| x.type_ == "Ready" && x.status == "True")
-                })
-            },
+            settled_at("2026.1"),
         )
         .await
         .context("waiting for Ready")?;
         times.push(started.elapsed());
-        requests.push(counter.take());
+        requests.push(bench.counter.take());
     }
-    operator.stop().await;
+    bench.operator.stop().await;
     println!(
         "apply → Ready ({} back end(s), instant pods): {}",
         args.backends,

@@ -4,6 +4,7 @@
 mod cluster;
 mod counting;
 mod install;
+mod setup;
 mod stats;
 mod upgrade;
 

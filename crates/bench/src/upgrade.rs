@@ -9,16 +9,13 @@ use clap::Args;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
-use ratchet_operator::OperatorConfig;
+use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_testenv::wait::until;
-use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 
-use crate::counting::counting_client;
+use crate::setup::{Bench, REPO, settled_at};
 use crate::stats::summary;
 
 #[derive(Args)]
@@ -28,7 +25,6 @@ pub struct UpgradeArgs {
     runs: usize,
 }
 
-const REPO: &str = "registry.invalid/openstack/cinder";
 const ROLL_ORDER: [&str; 4] = [
     "cinder-scheduler",
     "cinder-volume-b1",
@@ -128,16 +124,19 @@ async fn record(
     seen
 }
 
+/// Recognises the event that answers a trigger.
+type Reaction<'a> = &'a dyn Fn(&Seen) -> bool;
+
 /// Reaction times: from each trigger to the first reaction the operator owes it.
 fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> {
-    let first = |from: Instant, pred: &dyn Fn(&Seen) -> bool| {
+    let first = |from: Instant, pred: Reaction| {
         seen.iter()
             .find(|(t, s)| *t >= from && pred(s))
             .map(|(t, _)| *t)
     };
     let mut out = Vec::new();
     let target_image = format!("{REPO}:{target}");
-    let job_reactions: [(&str, &dyn Fn(&Seen) -> bool); 3] = [
+    let job_reactions: [(&str, Reaction); 3] = [
         (
             "cinder-db-expand",
             &|s| matches!(s, Seen::Phase(p, _) if p == "Migrating" || p == "RollingUpdate"),
@@ -183,68 +182,36 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> 
 }
 
 pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
-    let cluster = LocalCluster::start().await?;
-    let admin = cluster.client()?;
-    let _kubelet = SimKubelet::start(admin.clone(), KubeletOptions::default()).await?;
-    ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
-    let (operator_client, counter) = counting_client(cluster.config().clone())?;
-    let operator = ratchet_operator::start(operator_client, OperatorConfig::default()).await?;
-
+    let bench = Bench::start().await?;
     let mut walls = Vec::new();
     let mut requests = Vec::new();
     let mut all_reactions: Vec<Duration> = Vec::new();
     let mut worst: Vec<(String, Duration)> = Vec::new();
     for run in 0..args.runs {
         let ns = format!("upgrade-{run}");
-        let namespace: Namespace =
-            serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } }))?;
-        Api::<Namespace>::all(admin.clone())
-            .create(&PostParams::default(), &namespace)
-            .await?;
-        ratchet_operator::install::ensure_example_secrets(&admin, &ns).await?;
-        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-            "cinder",
-            "2026.1",
-            REPO,
-            "2026.1",
-            &["b1"],
-        ))?;
-        let api: Api<Cinder> = Api::namespaced(admin.clone(), &ns);
+        let (api, cinder) = bench.namespace(&ns, "2026.1", &["b1"]).await?;
         api.create(&PostParams::default(), &cinder).await?;
-        let ready = |release: &'static str| {
-            move |c: &Cinder| {
-                c.status.as_ref().is_some_and(|s| {
-                    s.installed_release == release
-                        && s.upgrade_phase == CinderUpgradePhase::None
-                        && s.observed_generation == c.metadata.generation
-                        && s.conditions
-                            .iter()
-                            .any(|x| x.type_ == "Ready" && x.status == "True")
-                })
-            }
-        };
         until(
             &api,
             "cinder",
             Duration::from_secs(120),
             "installed",
-            ready("2026.1"),
+            settled_at("2026.1"),
         )
         .await?;
 
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let recorder = tokio::spawn(record(admin.clone(), ns.clone(), stop_rx));
-        // Let the recorder's watches list before the trigger.
-        tokio::task::yield_now().await;
+        let recorder = tokio::spawn(record(bench.admin.clone(), ns.clone(), stop_rx));
+        // Give the recorder's watches a moment to list before the trigger.
         until(
-            &Api::<Cinder>::namespaced(admin.clone(), &ns),
+            &api,
             "cinder",
             Duration::from_secs(10),
             "recorder warm",
             |_| true,
         )
         .await?;
-        counter.take();
+        bench.counter.take();
         let started = Instant::now();
         let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
         api.patch("cinder", &PatchParams::default(), &Patch::Merge(&patch))
@@ -254,12 +221,12 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
             "cinder",
             Duration::from_secs(300),
             "upgraded",
-            ready("2026.2"),
+            settled_at("2026.2"),
         )
         .await
         .context("upgrade")?;
         walls.push(started.elapsed());
-        requests.push(counter.take());
+        requests.push(bench.counter.take());
         let _ = stop_tx.send(());
         let seen = recorder.await?;
         for (what, took) in reactions(&seen, "2026.2") {
@@ -267,7 +234,7 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
             worst.push((what, took));
         }
     }
-    operator.stop().await;
+    bench.operator.stop().await;
     println!(
         "full upgrade 2026.1 → 2026.2 (1 back end, instant pods), incl. second roll: {}",
         summary(&walls)

@@ -8,6 +8,7 @@ pub mod decision;
 pub mod hash;
 pub mod observe;
 pub mod profile;
+pub mod profiles;
 mod shared;
 mod steady;
 mod upgrade;

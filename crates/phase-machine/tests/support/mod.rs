@@ -11,68 +11,9 @@ use ratchet_phase_machine::*;
 
 pub const REPO: &str = "cinder";
 
-fn manage(args: &[&str]) -> Vec<String> {
-    ["cinder-manage", "--config-dir", "/etc/cinder/cinder.conf.d"]
-        .iter()
-        .chain(args)
-        .map(|s| s.to_string())
-        .collect()
-}
-
-/// Cinder's shape: expand, migrate (reporting check), roll, contract.
+/// The real Cinder profile.
 pub fn cinder_profile() -> Profile {
-    let job = |suffix, command, reports_check| JobTemplate {
-        suffix,
-        command,
-        reports_check,
-        ..JobTemplate::default()
-    };
-    Profile {
-        service: "cinder",
-        db_sync: job("db-sync", manage(&["db", "sync"]), false),
-        phases: vec![
-            Phase {
-                name: "Expanding",
-                in_progress_reason: "ExpandInProgress",
-                complete_event: Some("ExpandComplete"),
-                failed_reason: "ExpandFailed",
-                step: Step::Job(job("db-expand", manage(&["db", "sync"]), false)),
-                abortable: true,
-            },
-            Phase {
-                name: "Migrating",
-                in_progress_reason: "MigrateInProgress",
-                complete_event: Some("MigrateComplete"),
-                failed_reason: "MigrateFailed",
-                step: Step::Job(job(
-                    "db-migrate",
-                    vec!["/bin/sh".into(), "-c".into(), "check".into()],
-                    true,
-                )),
-                abortable: true,
-            },
-            Phase {
-                name: "RollingUpdate",
-                in_progress_reason: "UpgradeRollingUpdate",
-                complete_event: Some("DeploymentRolloutComplete"),
-                failed_reason: "RollingUpdateFailed",
-                step: Step::Roll { pin: Pin::None },
-                abortable: true,
-            },
-            Phase {
-                name: "Contracting",
-                in_progress_reason: "ContractInProgress",
-                complete_event: None,
-                failed_reason: "ContractFailed",
-                step: Step::Job(job(
-                    "db-contract",
-                    manage(&["db", "online_data_migrations"]),
-                    false,
-                )),
-                abortable: true,
-            },
-        ],
-    }
+    ratchet_phase_machine::profiles::cinder::profile()
 }
 
 /// Ironic's shape: dbsync upgrade, pinned roll, unpin roll (no abort from here

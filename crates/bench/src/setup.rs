@@ -1,0 +1,74 @@
+//! What every Cinder benchmark sets up: a local cluster, a simulated kubelet,
+//! the CRDs, an operator whose requests are counted, and one namespace per run.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_operator::{OperatorConfig, OperatorHandle};
+use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
+
+use crate::counting::{RequestCounter, counting_client};
+
+pub const REPO: &str = "registry.invalid/openstack/cinder";
+
+pub struct Bench {
+    pub admin: Client,
+    pub counter: RequestCounter,
+    pub operator: OperatorHandle,
+    _kubelet: SimKubelet,
+    _cluster: LocalCluster,
+}
+
+impl Bench {
+    pub async fn start() -> anyhow::Result<Bench> {
+        let cluster = LocalCluster::start().await?;
+        let admin = cluster.client()?;
+        let kubelet = SimKubelet::start(admin.clone(), KubeletOptions::default()).await?;
+        ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
+        let (operator_client, counter) = counting_client(cluster.config().clone())?;
+        let operator = ratchet_operator::start(operator_client, OperatorConfig::default()).await?;
+        Ok(Bench {
+            admin,
+            counter,
+            operator,
+            _kubelet: kubelet,
+            _cluster: cluster,
+        })
+    }
+
+    /// A new namespace with the example Secrets, and a Cinder manifest for it.
+    pub async fn namespace(
+        &self,
+        ns: &str,
+        release: &str,
+        backends: &[&str],
+    ) -> anyhow::Result<(Api<Cinder>, Cinder)> {
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } }))?;
+        Api::<Namespace>::all(self.admin.clone())
+            .create(&PostParams::default(), &namespace)
+            .await?;
+        ratchet_operator::install::ensure_example_secrets(&self.admin, ns).await?;
+        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+            "cinder", release, REPO, release, backends,
+        ))?;
+        Ok((Api::namespaced(self.admin.clone(), ns), cinder))
+    }
+}
+
+/// Installed at `release`, no upgrade running, Ready for the current generation.
+pub fn settled_at(release: &'static str) -> impl Fn(&Cinder) -> bool {
+    move |c: &Cinder| {
+        c.status.as_ref().is_some_and(|s| {
+            s.installed_release == release
+                && s.upgrade_phase == CinderUpgradePhase::None
+                && s.observed_generation == c.metadata.generation
+                && s.conditions
+                    .iter()
+                    .any(|x| x.type_ == "Ready" && x.status == "True")
+        })
+    }
+}
