@@ -8,7 +8,7 @@ use clap::Args;
 use kube::api::PostParams;
 use ratchet_testenv::wait::until;
 
-use crate::setup::{Bench, settled_at};
+use crate::setup::{Bench, mean_reconcile_seconds, settled_at};
 use crate::stats::summary;
 
 #[derive(Args)]
@@ -45,6 +45,9 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<()> {
         .context("waiting for Ready")?;
         times.push(started.elapsed());
         requests.push(bench.counter.take());
+    }
+    if let Some(mean) = mean_reconcile_seconds(&bench.operator) {
+        println!("operator reconcile pass: mean {:.1} ms", mean * 1000.0);
     }
     bench.operator.stop().await;
     println!(

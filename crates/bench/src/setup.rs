@@ -72,3 +72,17 @@ pub fn settled_at(release: &'static str) -> impl Fn(&Cinder) -> bool {
         })
     }
 }
+
+/// Mean reconcile duration so far, from the operator's own histogram.
+pub fn mean_reconcile_seconds(operator: &OperatorHandle) -> Option<f64> {
+    let text = operator.metrics().encode();
+    let value = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let sum = value("ratchet_reconcile_duration_seconds_sum")?;
+    let count = value("ratchet_reconcile_duration_seconds_count")?;
+    (count > 0.0).then(|| sum / count)
+}

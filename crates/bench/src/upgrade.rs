@@ -15,7 +15,7 @@ use kube::{Api, Client};
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_testenv::wait::until;
 
-use crate::setup::{Bench, REPO, settled_at};
+use crate::setup::{Bench, REPO, mean_reconcile_seconds, settled_at};
 use crate::stats::summary;
 
 #[derive(Args)]
@@ -233,6 +233,9 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
             all_reactions.push(took);
             worst.push((what, took));
         }
+    }
+    if let Some(mean) = mean_reconcile_seconds(&bench.operator) {
+        println!("operator reconcile pass: mean {:.1} ms", mean * 1000.0);
     }
     bench.operator.stop().await;
     println!(

@@ -137,9 +137,15 @@ fn observed_job(job: &Job) -> ObservedJob {
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == kind && c.status == "True"))
     };
-    let outcome = if condition("Complete").is_some() {
+    // SuccessCriteriaMet and FailureTarget are the Job controller's verdicts; it
+    // adds Complete or Failed only once the last pod is gone. Reacting to the
+    // verdict saves a round of status updates.
+    let outcome = if condition("Complete")
+        .or_else(|| condition("SuccessCriteriaMet"))
+        .is_some()
+    {
         JobOutcome::Succeeded
-    } else if let Some(failed) = condition("Failed") {
+    } else if let Some(failed) = condition("Failed").or_else(|| condition("FailureTarget")) {
         JobOutcome::Failed {
             message: [failed.reason.as_deref(), failed.message.as_deref()]
                 .into_iter()
