@@ -30,14 +30,22 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    // The demo prints its own story; the operator's logs would drown it.
+    let default_filter = match cli.command {
+        Command::Demo(_) => {
+            "warn,ratchet_operator=error,ratchet_testenv=error,kube_runtime=error,kube_client::client::builder=off"
+        }
+        _ => "info,kube_client::client::builder=off",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube_client::client::builder=off".into()),
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_target(false)
         .init();
-    match Cli::parse().command {
+    match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Crds(args) => crds::run(args),
         Command::Operator(args) => operator::run(args).await,

@@ -1,6 +1,9 @@
 //! `ratchet demo`: Ratchet on its own local control plane, built and started on
-//! this machine with nothing but Go and Rust. It installs a Cinder and shows it
-//! converge; the cluster stays up for kubectl until Ctrl-C.
+//! this machine with nothing but Go and Rust. It installs a Cinder, upgrades it
+//! one release forward with live progress (optionally with an injected failure,
+//! which it then aborts), and ends with a timeline and a verdict.
+
+mod timeline;
 
 use std::time::{Duration, Instant};
 
@@ -14,15 +17,39 @@ use kube::runtime::{WatchStreamExt, watcher};
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
-use ratchet_testenv::{ClusterOptions, KubeletOptions, LocalCluster, SimKubelet};
+use ratchet_release::Release;
+use ratchet_testenv::{
+    Behaviour, ClusterOptions, KubeletOptions, LocalCluster, PodSelector, Scenarios, SimKubelet,
+};
+
+mod upgrade;
 
 const NAMESPACE: &str = "demo";
+
+/// A failure to inject into the upgrade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Inject {
+    /// The expand Job fails every attempt.
+    FailExpand,
+    /// The migrate Job (the upgrade check wrapper) fails with an unexpected code.
+    FailMigrate,
+    /// The contract Job fails every attempt.
+    FailContract,
+    /// New backup pods never become ready: the roll stalls.
+    StuckRollout,
+}
 
 #[derive(Args)]
 pub struct DemoArgs {
     /// OpenStack release to install.
     #[arg(long, default_value = "2026.1")]
     release: String,
+    /// Release to upgrade to (default: the next one). `none` skips the upgrade.
+    #[arg(long)]
+    to: Option<String>,
+    /// Inject a failure into the upgrade; the demo then aborts it.
+    #[arg(long, value_enum)]
+    inject: Option<Inject>,
     /// Number of volume back ends.
     #[arg(long, default_value_t = 1)]
     backends: usize,
@@ -32,9 +59,9 @@ pub struct DemoArgs {
     /// Keep the cluster's directory (certificates, logs, etcd data) after exit.
     #[arg(long)]
     keep_dir: bool,
-    /// Exit once the Cinder is Ready instead of serving until Ctrl-C.
-    #[arg(long)]
-    exit_when_ready: bool,
+    /// Exit at the end instead of serving until Ctrl-C.
+    #[arg(long, alias = "exit-when-ready")]
+    exit_when_done: bool,
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
@@ -117,6 +144,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         &args.release,
         &backend_refs,
     );
+    let mut manifest = manifest;
+    if args.inject == Some(Inject::StuckRollout) {
+        // A short progress deadline so the stall is reported within the demo.
+        manifest["spec"]["rolloutDeadlineSeconds"] = serde_json::json!(10);
+    }
     let cinder: Cinder = serde_json::from_value(manifest)?;
     let cinders: Api<Cinder> = Api::namespaced(client.clone(), NAMESPACE);
     let started = Instant::now();
@@ -130,13 +162,29 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
 
     follow_until_ready(&cinders, "cinder", started).await?;
+
+    let from: Release = args.release.parse()?;
+    let to = match args.to.as_deref() {
+        Some("none") => None,
+        Some(text) => Some(text.parse::<Release>()?),
+        None => from.next(),
+    };
+    let verdict = match to {
+        Some(to) => {
+            let scenarios = kubelet.scenarios();
+            inject_failure(scenarios, args.inject, &to);
+            upgrade::run(&client, &cinders, from, to).await?
+        }
+        None => format!("VERDICT: installed {from}; no upgrade requested."),
+    };
+    println!("{verdict}");
     println!("  kubeconfig:  {}", cluster.kubeconfig_path().display());
     println!(
         "  try:         {} --kubeconfig {} -n {NAMESPACE} get cinders,deployments,jobs",
         cluster.binaries().kubectl().display(),
         cluster.kubeconfig_path().display()
     );
-    if args.exit_when_ready {
+    if args.exit_when_done {
         operator.stop().await;
         drop(kubelet);
         return Ok(());
@@ -189,6 +237,35 @@ async fn follow_until_ready(api: &Api<Cinder>, name: &str, started: Instant) -> 
                 started.elapsed().as_secs_f64()
             );
             return Ok(());
+        }
+    }
+}
+
+/// Sets the simulated kubelet up to make the chosen part of the upgrade fail.
+fn inject_failure(scenarios: &Scenarios, inject: Option<Inject>, to: &Release) {
+    let rule = |workload: &str, behaviour: Behaviour| {
+        scenarios.add(PodSelector::workload(NAMESPACE, workload), behaviour);
+    };
+    match inject {
+        None => {}
+        Some(Inject::FailExpand) => rule(
+            "cinder-db-expand",
+            Behaviour::always_exit(1, "OperationalError: simulated failure"),
+        ),
+        Some(Inject::FailMigrate) => rule(
+            "cinder-db-migrate",
+            Behaviour::always_exit(255, "cinder-status upgrade check exit 255"),
+        ),
+        Some(Inject::FailContract) => rule(
+            "cinder-db-contract",
+            Behaviour::always_exit(2, "online data migrations errored"),
+        ),
+        Some(Inject::StuckRollout) => {
+            scenarios.add(
+                PodSelector::workload(NAMESPACE, "cinder-backup")
+                    .with_image_containing(&format!(":{to}")),
+                Behaviour::hang(),
+            );
         }
     }
 }

@@ -1,0 +1,47 @@
+//! The README's main command, end to end: a local cluster, the operator, an
+//! install and an upgrade (and a failing upgrade that is aborted), judged by the
+//! demo's final verdict.
+
+use std::process::Command;
+
+fn demo(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .args(["demo", "--exit-when-done", "--ready-delay-ms", "50"])
+        .args(args)
+        .output()
+        .expect("the ratchet binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "demo failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn demo_upgrades_one_release_forward() {
+    let out = demo(&[]);
+    assert!(out.contains("Cinder is Ready at release 2026.1"), "{out}");
+    for phase in ["Expanding", "Migrating", "RollingUpdate", "Contracting"] {
+        assert!(
+            out.contains(&format!("phase: {phase}")),
+            "no {phase} in\n{out}"
+        );
+    }
+    assert!(out.contains("Timeline:"), "{out}");
+    assert!(
+        out.contains("VERDICT: upgraded 2026.1 → 2026.2 in"),
+        "{out}"
+    );
+}
+
+#[test]
+fn demo_shows_a_failed_phase_and_its_abort() {
+    let out = demo(&["--release", "2026.2", "--inject", "fail-migrate"]);
+    assert!(
+        out.contains("VERDICT: upgrade 2026.2 → 2027.1 FAILED in Migrating (MigrateFailed); aborted back to 2026.2"),
+        "{out}"
+    );
+}
