@@ -2,6 +2,7 @@
 
 mod crds;
 mod demo;
+mod manage;
 mod operator;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,12 @@ enum Command {
     /// Start Ratchet's own local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, simulated kubelet) and keep it running.
     Demo(demo::DemoArgs),
+    /// Every Cinder: release, target, phase, the workload rolling, conditions.
+    Status(manage::StatusArgs),
+    /// What upgrading a Cinder to a release would do (changes nothing).
+    Plan(manage::PlanArgs),
+    /// Abort a running upgrade with the right patch (release and image together).
+    Abort(manage::AbortArgs),
     /// Run the operator against the current cluster.
     Operator(operator::OperatorArgs),
     /// Print Ratchet's CRDs as YAML (or write them, one file each, into a directory).
@@ -49,5 +56,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(args).await,
         Command::Crds(args) => crds::run(args),
         Command::Operator(args) => operator::run(args).await,
+        Command::Status(args) => manage::status(args).await,
+        Command::Plan(args) => manage::plan_cmd(args).await,
+        Command::Abort(args) => manage::abort(args).await,
     }
 }

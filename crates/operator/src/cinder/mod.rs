@@ -2,6 +2,7 @@
 
 pub mod config;
 mod observe;
+pub mod plan;
 pub mod profile;
 mod reconcile;
 pub mod render;

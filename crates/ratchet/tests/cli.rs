@@ -1,0 +1,160 @@
+//! `ratchet status`, `plan` and `abort` against a local cluster, as an operator
+//! of a real cluster would use them (through a kubeconfig).
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use kube::Api;
+use kube::api::PostParams;
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_operator::OperatorConfig;
+use ratchet_testenv::wait::until;
+use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
+
+fn ratchet(env: &TestEnv, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .args(args)
+        .env("KUBECONFIG", env.kubeconfig_path())
+        .output()
+        .expect("the ratchet binary runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test]
+async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let client = env.client()?;
+    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    let ns = env.namespace(&client, "cli").await?;
+    let name = ns.name().to_string();
+    ratchet_operator::install::ensure_example_secrets(&client, &name).await?;
+    let operator = ratchet_operator::start(
+        client.clone(),
+        OperatorConfig {
+            namespace: Some(name.clone()),
+            ..OperatorConfig::default()
+        },
+    )
+    .await?;
+    let api: Api<Cinder> = Api::namespaced(client.clone(), &name);
+    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+        "c",
+        "2026.1",
+        "registry.invalid/openstack/cinder",
+        "2026.1",
+        &["lvm"],
+    ))?;
+    api.create(&PostParams::default(), &cinder).await?;
+    until(
+        &api,
+        "c",
+        Duration::from_secs(60),
+        "installed",
+        |c: &Cinder| {
+            c.status.as_ref().is_some_and(|s| {
+                s.installed_release == "2026.1"
+                    && s.conditions
+                        .iter()
+                        .any(|x| x.type_ == "Ready" && x.status == "True")
+            })
+        },
+    )
+    .await?;
+
+    // plan: an allowed step lists the Jobs and restarts in order; a skip is refused.
+    let out = ratchet(env, &["plan", "c", "--to", "2026.2", "-n", &name]);
+    let t = text(&out);
+    ensure!(out.status.success(), "{t}");
+    ensure!(
+        t.contains("allowed")
+            && t.contains("c-db-expand")
+            && t.contains("c-scheduler → c-volume-lvm → c-backup → c"),
+        "{t}"
+    );
+    let out = ratchet(env, &["plan", "c", "--to", "2027.1", "-n", &name]);
+    ensure!(
+        out.status.code() == Some(3) && text(&out).contains("REFUSED"),
+        "{}",
+        text(&out)
+    );
+    ensure!(
+        api.get("c").await?.spec.open_stack_release == "2026.1",
+        "plan changed nothing"
+    );
+
+    // abort with no upgrade running is refused with a reason.
+    let out = ratchet(env, &["abort", "c", "-n", &name]);
+    ensure!(
+        !out.status.success() && text(&out).contains("no upgrade is in progress"),
+        "{}",
+        text(&out)
+    );
+
+    // status during an upgrade shows the phase; abort reverts it.
+    env.scenarios().add(
+        PodSelector::workload(&name, "c-db-migrate"),
+        Behaviour::hang(),
+    );
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    api.patch(
+        "c",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    until(
+        &api,
+        "c",
+        Duration::from_secs(60),
+        "Migrating",
+        |c: &Cinder| {
+            c.status
+                .as_ref()
+                .is_some_and(|s| s.upgrade_phase == CinderUpgradePhase::Migrating)
+        },
+    )
+    .await?;
+    let out = ratchet(env, &["status", "-n", &name]);
+    ensure!(
+        text(&out).contains("Migrating") && text(&out).contains("2026.2"),
+        "{}",
+        text(&out)
+    );
+    let out = ratchet(env, &["status", "-n", &name, "-o", "json"]);
+    let parsed: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    ensure!(
+        parsed[0]["status"]["upgradePhase"] == "Migrating",
+        "{parsed}"
+    );
+
+    let out = ratchet(env, &["abort", "c", "-n", &name]);
+    ensure!(out.status.success(), "{}", text(&out));
+    ensure!(text(&out).contains(r#""tag":"2026.1""#), "{}", text(&out));
+    until(
+        &api,
+        "c",
+        Duration::from_secs(60),
+        "aborted",
+        |c: &Cinder| {
+            c.status.as_ref().is_some_and(|s| {
+                s.upgrade_phase == CinderUpgradePhase::None
+                    && s.installed_release == "2026.1"
+                    && s.conditions
+                        .iter()
+                        .any(|x| x.type_ == "Ready" && x.status == "True")
+            })
+        },
+    )
+    .await?;
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}
