@@ -206,6 +206,7 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
     ensure!(api_container.readiness_probe.is_some() && api_container.liveness_probe.is_some());
     h.api::<Service>().get("c").await?;
 
+    h.wait_event("c", "DatabaseSynced").await?;
     let reasons = h.event_reasons("c").await?;
     ensure!(
         reasons.iter().filter(|r| *r == "DatabaseSynced").count() == 1,

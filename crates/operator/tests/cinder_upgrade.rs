@@ -480,6 +480,7 @@ async fn phase_job_fails(suffix: &str, reason: &str) -> Result<()> {
     );
     let job = h.api::<Job>().get(&format!("c-{suffix}")).await?;
     ensure!(job.status.and_then(|s| s.failed) == Some(5));
+    h.wait_event("c", reason).await?;
     let warnings = h
         .event_reasons("c")
         .await?
@@ -787,6 +788,7 @@ async fn a_rollout_without_progress_is_reported_as_stalled() -> Result<()> {
         "rolling {}",
         status.rolling_workload
     );
+    h.wait_event("c", "RolloutStalled").await?;
     let events = h.events_for("c").await?;
     let warnings: Vec<&Event> = events
         .iter()

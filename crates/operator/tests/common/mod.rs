@@ -168,6 +168,33 @@ impl Harness {
         Ok(events)
     }
 
+    /// Waits until an event with this reason about `name` exists. Events are
+    /// published after the status write, so a test that saw the condition must
+    /// wait for the event rather than read at once.
+    pub async fn wait_event(&self, name: &str, reason: &str) -> Result<()> {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let mut stream = watcher::watcher(self.api::<Event>(), watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        let found = tokio::time::timeout(TIMEOUT, async {
+            while let Some(event) = stream.next().await {
+                let Ok(e) = event else { continue };
+                let about = e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name);
+                if about && e.reason.as_deref() == Some(reason) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        anyhow::ensure!(
+            matches!(found, Ok(true)),
+            "no {reason} event about {name} within {TIMEOUT:?}"
+        );
+        Ok(())
+    }
+
     pub async fn event_reasons(&self, name: &str) -> Result<Vec<String>> {
         Ok(self
             .events_for(name)
