@@ -26,6 +26,9 @@ pub enum JobAction {
         image: String,
         command: Vec<String>,
         spec_hash: String,
+        backoff_limit: i32,
+        /// Exit codes that fail the Job at once (a pod failure policy).
+        fail_fast_exit_codes: Vec<i32>,
     },
     /// Delete the Job and, by background propagation, its pods.
     Delete { suffix: String },

@@ -9,6 +9,10 @@ pub struct JobTemplate {
     /// Exit codes that fail the Job at once instead of being retried (a pod
     /// failure policy); other failures are retried up to the backoff limit.
     pub fail_fast_exit_codes: Vec<i32>,
+    /// Pod failures the Job controller retries (default 4). Commands whose exit
+    /// code means "run again" (e.g. online migrations that made progress) get room
+    /// here for their re-runs.
+    pub backoff_limit: Option<i32>,
     /// Failure reasons by the exit code of the last failed pod, overriding the
     /// phase's generic failure reason (e.g. Ironic's "previous release's online
     /// migrations never completed").
@@ -71,6 +75,14 @@ pub struct Profile {
     pub db_sync: JobTemplate,
     /// Upgrade phases in order; the installed release is promoted after the last.
     pub phases: Vec<Phase>,
+}
+
+impl JobTemplate {
+    pub const DEFAULT_BACKOFF_LIMIT: i32 = 4;
+
+    pub fn backoff_limit(&self) -> i32 {
+        self.backoff_limit.unwrap_or(Self::DEFAULT_BACKOFF_LIMIT)
+    }
 }
 
 impl Profile {

@@ -99,6 +99,8 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
         image: image_ref.clone(),
         command: sync.command.clone(),
         spec_hash,
+        backoff_limit: sync.backoff_limit(),
+        fail_fast_exit_codes: sync.fail_fast_exit_codes.clone(),
     }];
 
     let installed_release = if synced {

@@ -221,6 +221,8 @@ fn advance(
                     image: image_ref.clone(),
                     command: template.command.clone(),
                     spec_hash: spec_hash.clone(),
+                    backoff_limit: template.backoff_limit(),
+                    fail_fast_exit_codes: template.fail_fast_exit_codes.clone(),
                 });
                 let current = obs
                     .jobs

@@ -458,3 +458,118 @@ fn ironic_profile_pins_then_unpins_and_refuses_late_aborts() {
     w.settle();
     assert!(w.events().iter().any(|e| e == "UpgradeAborted"));
 }
+
+fn ironic() -> World {
+    let mut w = World::new(
+        support::ironic_profile(),
+        "2026.1",
+        "2026.1",
+        &[("i-conductor", false), ("i-api", false)],
+    );
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.1");
+    w
+}
+
+#[test]
+fn ironic_schema_upgrade_exit_2_names_the_incomplete_online_migrations() {
+    let mut w = ironic();
+    w.scripts
+        .insert("db-upgrade".into(), Script::Fail { exit_code: 2 });
+    w.set_release("2026.2");
+    w.settle();
+    let (_, reason, message) = w.database();
+    assert_eq!(reason, "OnlineMigrationsIncomplete");
+    assert!(
+        message.contains("previous release's online data migrations were never completed"),
+        "{message}"
+    );
+    // Another exit code is the generic phase failure.
+    let mut other = ironic();
+    other
+        .scripts
+        .insert("db-upgrade".into(), Script::Fail { exit_code: 1 });
+    other.set_release("2026.2");
+    other.settle();
+    assert_eq!(other.database().1, "DBUpgradeFailed");
+}
+
+#[test]
+fn ironic_online_migrations_exit_codes_have_their_reasons() {
+    for (code, reason) in [
+        (2, "DatabaseNotCompatible"),
+        (127, "InvalidMigrationInput"),
+        (1, "OnlineMigrationsFailed"),
+    ] {
+        let mut w = ironic();
+        w.scripts
+            .insert("online-migrations".into(), Script::Fail { exit_code: code });
+        w.set_release("2026.2");
+        w.settle();
+        assert_eq!(w.database().1, reason, "exit {code}");
+        assert_eq!(w.obs.status.installed_release, "2026.1", "not promoted");
+    }
+}
+
+#[test]
+fn ironic_jobs_fail_fast_on_final_exit_codes_and_rerun_on_progress() {
+    let mut w = ironic();
+    w.scripts.insert("online-migrations".into(), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    let ensure = w
+        .history
+        .iter()
+        .flat_map(|d| d.jobs.iter())
+        .find_map(|a| match a {
+            JobAction::Ensure {
+                suffix,
+                backoff_limit,
+                fail_fast_exit_codes,
+                ..
+            } if suffix == "online-migrations" => {
+                Some((*backoff_limit, fail_fast_exit_codes.clone()))
+            }
+            _ => None,
+        })
+        .expect("online migrations ensured");
+    assert_eq!(
+        ensure,
+        (10, vec![2, 127]),
+        "exit 1 is re-run (backoff limit 10), 2 and 127 fail the Job at once"
+    );
+}
+
+#[test]
+fn ironic_unpins_before_online_migrations_conductors_first() {
+    let mut w = ironic();
+    w.scripts.insert("online-migrations".into(), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    // Every apply of a new parameter set, in order.
+    let mut applied: Vec<(String, Option<String>)> = Vec::new();
+    for d in &w.history {
+        for a in &d.workloads {
+            if let WorkloadAction::Apply {
+                name, image, pin, ..
+            } = a
+                && image == "cinder:2026.2"
+                && applied.last() != Some(&(name.clone(), pin.clone()))
+                && !applied.contains(&(name.clone(), pin.clone()))
+            {
+                applied.push((name.clone(), pin.clone()));
+            }
+        }
+    }
+    let pinned = Some("2026.1".to_string());
+    assert_eq!(
+        applied,
+        [
+            ("i-conductor".to_string(), pinned.clone()),
+            ("i-api".to_string(), pinned),
+            ("i-conductor".to_string(), None),
+            ("i-api".to_string(), None),
+        ]
+    );
+    assert_eq!(w.obs.status.phase, "OnlineMigrations");
+}

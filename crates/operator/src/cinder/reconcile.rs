@@ -75,8 +75,21 @@ async fn execute_jobs(
                 image,
                 command,
                 spec_hash,
+                backoff_limit,
+                fail_fast_exit_codes,
             } => {
-                let desired = render::job(owner, cinder, suffix, image, command, spec_hash)?;
+                let desired = render::job(
+                    owner,
+                    cinder,
+                    &render::JobSpec {
+                        suffix,
+                        image,
+                        command,
+                        spec_hash,
+                        backoff_limit: *backoff_limit,
+                        fail_fast_exit_codes,
+                    },
+                )?;
                 ensure_job(&api, children.jobs.get(suffix), &desired).await?;
             }
             JobAction::Delete { suffix } => {

@@ -124,15 +124,25 @@ fn mounts() -> Value {
     ])
 }
 
+/// What the machine asked a Job to be.
+pub struct JobSpec<'a> {
+    pub suffix: &'a str,
+    pub image: &'a str,
+    pub command: &'a [String],
+    pub spec_hash: &'a str,
+    pub backoff_limit: i32,
+    pub fail_fast_exit_codes: &'a [i32],
+}
+
 /// A phase or sync Job: runs `command` on `image` against the rendered config.
-pub fn job(
-    owner: &Owner,
-    cinder: &Cinder,
-    suffix: &str,
-    image: &str,
-    command: &[String],
-    spec_hash: &str,
-) -> Result<Job> {
+pub fn job(owner: &Owner, cinder: &Cinder, spec: &JobSpec) -> Result<Job> {
+    let JobSpec {
+        suffix,
+        image,
+        command,
+        spec_hash,
+        ..
+    } = *spec;
     let name = format!("{}-{suffix}", owner.name);
     let container = json!({
         "name": suffix,
@@ -144,18 +154,27 @@ pub fn job(
         "terminationMessagePolicy": "FallbackToLogsOnError",
     });
     let annotations = BTreeMap::from([(labels::POD_SPEC_HASH.to_string(), spec_hash.to_string())]);
-    Ok(serde_json::from_value(json!({
+    let mut job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": owner.metadata(&name, suffix, annotations),
         "spec": {
-            "backoffLimit": 4,
+            "backoffLimit": spec.backoff_limit,
             "template": {
                 "metadata": { "labels": labels::component(SERVICE, &owner.name, suffix) },
                 "spec": pod_spec(owner, container, "Never"),
             }
         }
-    }))?)
+    });
+    if !spec.fail_fast_exit_codes.is_empty() {
+        job["spec"]["podFailurePolicy"] = json!({
+            "rules": [{
+                "action": "FailJob",
+                "onExitCodes": { "containerName": suffix, "operator": "In", "values": spec.fail_fast_exit_codes },
+            }]
+        });
+    }
+    Ok(serde_json::from_value(job)?)
 }
 
 /// A long-running workload. The template hash annotation lets the controller

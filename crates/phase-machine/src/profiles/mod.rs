@@ -2,3 +2,4 @@
 //! module here, not a copy of the machine.
 
 pub mod cinder;
+pub mod ironic;

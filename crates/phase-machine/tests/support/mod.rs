@@ -16,54 +16,9 @@ pub fn cinder_profile() -> Profile {
     ratchet_phase_machine::profiles::cinder::profile()
 }
 
-/// Ironic's shape: dbsync upgrade, pinned roll, unpin roll (no abort from here
-/// on), online migrations.
+/// The real Ironic profile.
 pub fn ironic_profile() -> Profile {
-    let job = |suffix: &'static str| JobTemplate {
-        suffix,
-        command: vec!["ironic-dbsync".into(), suffix.into()],
-        ..JobTemplate::default()
-    };
-    Profile {
-        service: "ironic",
-        db_sync: job("db-sync"),
-        phases: vec![
-            Phase {
-                name: "DatabaseUpgrade",
-                in_progress_reason: "DBUpgradeInProgress",
-                complete_event: Some("DBUpgradeComplete"),
-                failed_reason: "DBUpgradeFailed",
-                step: Step::Job(job("db-upgrade")),
-                abortable: true,
-            },
-            Phase {
-                name: "PinnedRoll",
-                in_progress_reason: "PinnedRollInProgress",
-                complete_event: Some("PinnedRollComplete"),
-                failed_reason: "PinnedRollFailed",
-                step: Step::Roll {
-                    pin: Pin::Installed,
-                },
-                abortable: true,
-            },
-            Phase {
-                name: "Unpinning",
-                in_progress_reason: "UnpinInProgress",
-                complete_event: Some("UnpinComplete"),
-                failed_reason: "UnpinFailed",
-                step: Step::Roll { pin: Pin::None },
-                abortable: false,
-            },
-            Phase {
-                name: "OnlineMigrations",
-                in_progress_reason: "OnlineMigrationsInProgress",
-                complete_event: None,
-                failed_reason: "OnlineMigrationsFailed",
-                step: Step::Job(job("online-migrations")),
-                abortable: false,
-            },
-        ],
-    }
+    ratchet_phase_machine::profiles::ironic::profile()
 }
 
 /// How a Job the world creates ends.
