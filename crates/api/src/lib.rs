@@ -6,16 +6,23 @@
 
 pub mod cinder;
 pub mod common;
+pub mod ironic;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
 /// Every CRD Ratchet serves, with the file it is checked in as.
 pub fn crds() -> Vec<(&'static str, CustomResourceDefinition)> {
-    vec![(
-        "cinders.cinder.openstack.c5c3.io.yaml",
-        cinder::v1alpha1::Cinder::crd(),
-    )]
+    vec![
+        (
+            "cinders.cinder.openstack.c5c3.io.yaml",
+            cinder::v1alpha1::Cinder::crd(),
+        ),
+        (
+            "ironics.ironic.openstack.c5c3.io.yaml",
+            ironic::v1alpha1::Ironic::crd(),
+        ),
+    ]
 }
 
 /// A CRD as the YAML document that is checked in.

@@ -1,0 +1,3 @@
+//! The Ironic resource, by API version.
+
+pub mod v1alpha1;

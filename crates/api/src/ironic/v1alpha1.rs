@@ -1,0 +1,103 @@
+//! `ironic.openstack.c5c3.io/v1alpha1`, kind `Ironic`.
+//!
+//! The resource only: its controller (conductors as a StatefulSet, the pinned
+//! roll through `[DEFAULT] pin_release_version`) is the next step of the Ironic
+//! issue; the phase machine already carries Ironic's profile.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
+
+/// An Ironic deployment, and the release it runs.
+///
+/// Move `openStackRelease` one release forward together with `image` to upgrade;
+/// revert both to `status.installedRelease` to abort before unpinning starts.
+/// Run at least two API and two conductor replicas for minimal downtime.
+#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "ironic.openstack.c5c3.io",
+    version = "v1alpha1",
+    kind = "Ironic",
+    plural = "ironics",
+    namespaced,
+    status = "IronicStatus",
+    printcolumn = r#"{"name":"Release","type":"string","jsonPath":".status.installedRelease"}"#,
+    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".status.targetRelease","priority":1}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.upgradePhase"}"#,
+    printcolumn = r#"{"name":"Pinned","type":"string","jsonPath":".status.pinnedRelease"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct IronicSpec {
+    /// OpenStack release, `YYYY.N` with N 1 or 2 (e.g. 2026.1).
+    #[schemars(regex(pattern = ratchet_release::RELEASE_PATTERN))]
+    pub open_stack_release: String,
+    /// The image every Ironic Job and workload runs.
+    pub image: ImageSpec,
+    /// The database connection URL (`[database] connection`).
+    pub database: SecretKeyRef,
+    /// The message bus URL (`[DEFAULT] transport_url`).
+    pub transport: SecretKeyRef,
+    /// ironic-api (Deployment `<name>-api` and Service `<name>`). Default 1;
+    /// fewer than 2 is reported as a warning.
+    #[serde(default)]
+    pub api: WorkloadSpec,
+    /// ironic-conductor (StatefulSet `<name>-conductor`: conductors register
+    /// their host names in the database, so their identities are stable).
+    #[serde(default)]
+    pub conductor: WorkloadSpec,
+    /// Seconds a rollout may make no progress before it is reported as stalled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 86400))]
+    pub rollout_deadline_seconds: Option<i32>,
+    /// Extra `ironic.conf` settings: section → option → value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Where an upgrade is. Empty in steady state.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum IronicUpgradePhase {
+    #[default]
+    #[serde(rename = "")]
+    None,
+    DatabaseUpgrade,
+    UpgradeCheck,
+    PinnedRoll,
+    Unpinning,
+    OnlineMigrations,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IronicStatus {
+    /// The release the schema and services are at; promoted after the online
+    /// data migrations succeed.
+    #[serde(default)]
+    pub installed_release: String,
+    /// The release being upgraded to; empty in steady state.
+    #[serde(default)]
+    pub target_release: String,
+    #[serde(default)]
+    pub upgrade_phase: IronicUpgradePhase,
+    #[serde(default)]
+    pub upgrade_phase_started_at: String,
+    /// The `[DEFAULT] pin_release_version` new pods run with; empty when unpinned.
+    #[serde(default)]
+    pub pinned_release: String,
+    /// The workload an upgrade roll is waiting on; empty otherwise.
+    #[serde(default)]
+    pub rolling_workload: String,
+    /// DatabaseReady, DeploymentsReady, Ready.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
