@@ -22,6 +22,8 @@ pub struct OperatorConfig {
     pub webhook: Option<crate::webhooks::WebhookConfig>,
     /// Serve /metrics, /healthz and /readyz over plain HTTP here.
     pub metrics_bind: Option<std::net::SocketAddr>,
+    /// Run the controllers only while holding this Lease (None: always).
+    pub leader_election: Option<crate::leader::LeaderElection>,
 }
 
 impl Default for OperatorConfig {
@@ -32,6 +34,7 @@ impl Default for OperatorConfig {
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| "ratchet".into()),
             webhook: None,
             metrics_bind: None,
+            leader_election: None,
         }
     }
 }

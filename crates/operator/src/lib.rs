@@ -9,6 +9,7 @@ pub mod error;
 mod events;
 pub mod install;
 pub mod labels;
+pub mod leader;
 pub mod metrics;
 pub mod webhooks;
 
@@ -19,7 +20,7 @@ pub use error::Error;
 
 /// A running operator; stops when dropped.
 pub struct OperatorHandle {
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    shutdown: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     webhook: Option<webhooks::WebhookServer>,
     metrics_server: Option<metrics::MetricsServer>,
@@ -29,9 +30,7 @@ pub struct OperatorHandle {
 impl OperatorHandle {
     /// Stops gracefully: in-flight reconciles finish first.
     pub async fn stop(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
+        let _ = self.shutdown.send(true);
         let _ = (&mut self.task).await;
         self.webhook.take();
     }
@@ -73,17 +72,29 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         Some(webhook) => Some(webhooks::start(&client, webhook, metrics.clone()).await?),
         None => None,
     };
+    let election = config.leader_election.clone();
     let ctx = Arc::new(Context::new(client, config, metrics.clone()));
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (tx, stop) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(async move {
-        cinder::run(ctx, async move {
-            let _ = rx.await;
-        })
-        .await;
+        match election {
+            None => {
+                let mut stop = stop;
+                cinder::run(ctx, async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await;
+            }
+            Some(election) => {
+                leader::run_while_leading(ctx, election, stop, |ctx, until| {
+                    cinder::run(ctx, until)
+                })
+                .await;
+            }
+        }
     });
     metrics.set_ready();
     Ok(OperatorHandle {
-        shutdown: Some(tx),
+        shutdown: tx,
         task,
         webhook,
         metrics_server,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use ratchet_operator::OperatorConfig;
+use ratchet_operator::leader::LeaderElection;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 
 #[derive(Args)]
@@ -17,6 +18,18 @@ pub struct OperatorArgs {
     /// Reconciles running at once.
     #[arg(long, default_value_t = 4)]
     concurrency: u16,
+    /// Reconcile only while holding a Lease, so several replicas never act at once.
+    #[arg(long)]
+    leader_election: bool,
+    /// The Lease's name.
+    #[arg(long, default_value = "ratchet-leader")]
+    lease_name: String,
+    /// The Lease's namespace (in a pod: its own, from POD_NAMESPACE).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    lease_namespace: String,
+    /// Seconds until a crashed leader's Lease expires and a standby takes over.
+    #[arg(long, default_value_t = 15)]
+    lease_duration_seconds: u64,
     /// Serve /metrics, /healthz and /readyz (plain HTTP) on this address.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_bind: SocketAddr,
@@ -103,6 +116,14 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         concurrency: args.concurrency,
         webhook: webhook_config(&args)?,
         metrics_bind: Some(args.metrics_bind),
+        leader_election: args.leader_election.then(|| LeaderElection {
+            lease_name: args.lease_name.clone(),
+            namespace: args.lease_namespace.clone(),
+            identity: std::env::var("POD_NAME")
+                .unwrap_or_else(|_| format!("ratchet-{}", std::process::id())),
+            duration_seconds: args.lease_duration_seconds.max(2),
+            grace_seconds: (args.lease_duration_seconds.max(2) / 3).max(1),
+        }),
         ..OperatorConfig::default()
     };
     let handle = ratchet_operator::start(client, config).await?;
