@@ -14,8 +14,24 @@ use clap::{Parser, Subcommand};
     about = "Zero-downtime OpenStack release upgrades on Kubernetes"
 )]
 struct Cli {
+    /// Log format: `text` for people, `json` for log pipelines (one object per
+    /// line, with the resource being reconciled in its span fields).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "RATCHET_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -45,13 +61,20 @@ async fn main() -> anyhow::Result<()> {
         }
         _ => "info,kube_client::client::builder=off",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_filter.into()),
-        )
-        .with_target(false)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| default_filter.into());
+    match cli.log_format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_target(false)
+            .init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
     match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Crds(args) => crds::run(args),
