@@ -1,0 +1,143 @@
+//! The operator under a namespaced Role that grants only what it needs, minus
+//! `patch` on the Cinder itself: the upgrade still completes, and the check
+//! report that needs that patch is deferred with a Warning (C15) instead of
+//! being published without its once-per-Job record.
+
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_operator::OperatorConfig;
+use ratchet_testenv::wait::until;
+use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
+use serde_json::json;
+
+/// What a namespaced operator needs, except patching Cinders themselves.
+fn role_without_cinder_patch() -> serde_json::Value {
+    json!([
+        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["get", "list", "watch"] },
+        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders/status"], "verbs": ["get", "patch", "update"] },
+        { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] },
+        { "apiGroups": [""], "resources": ["pods"], "verbs": ["list"] },
+        { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
+    ])
+}
+
+#[tokio::test]
+async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes_on() -> Result<()>
+{
+    let env = TestEnv::shared()?;
+    let admin = env.client()?;
+    ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
+    let ns = env.namespace(&admin, "rbac").await?;
+    let name = ns.name().to_string();
+    ratchet_operator::install::ensure_example_secrets(&admin, &name).await?;
+    let sa: ServiceAccount = serde_json::from_value(json!({ "metadata": { "name": "ratchet" } }))?;
+    Api::<ServiceAccount>::namespaced(admin.clone(), &name)
+        .create(&PostParams::default(), &sa)
+        .await?;
+    let role: Role = serde_json::from_value(
+        json!({ "metadata": { "name": "ratchet" }, "rules": role_without_cinder_patch() }),
+    )?;
+    Api::<Role>::namespaced(admin.clone(), &name)
+        .create(&PostParams::default(), &role)
+        .await?;
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "ratchet" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "ratchet" },
+        "subjects": [{ "kind": "ServiceAccount", "name": "ratchet", "namespace": name }],
+    }))?;
+    Api::<RoleBinding>::namespaced(admin.clone(), &name)
+        .create(&PostParams::default(), &binding)
+        .await?;
+
+    // The operator acts as that ServiceAccount (impersonated by the admin).
+    let mut config = env.config().clone();
+    config.auth_info.impersonate = Some(format!("system:serviceaccount:{name}:ratchet"));
+    let operator_client = Client::try_from(config)?;
+    let operator = ratchet_operator::start(
+        operator_client,
+        OperatorConfig {
+            namespace: Some(name.clone()),
+            ..OperatorConfig::default()
+        },
+    )
+    .await?;
+
+    let api: Api<Cinder> = Api::namespaced(admin.clone(), &name);
+    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+        "c",
+        "2026.1",
+        "registry.invalid/openstack/cinder",
+        "2026.1",
+        &[],
+    ))?;
+    api.create(&PostParams::default(), &cinder).await?;
+    let settled = |release: &'static str| {
+        move |c: &Cinder| {
+            c.status.as_ref().is_some_and(|s| {
+                s.installed_release == release
+                    && s.upgrade_phase == CinderUpgradePhase::None
+                    && s.conditions
+                        .iter()
+                        .any(|x| x.type_ == "Ready" && x.status == "True")
+            })
+        }
+    };
+    until(
+        &api,
+        "c",
+        Duration::from_secs(60),
+        "installed with least privilege",
+        settled("2026.1"),
+    )
+    .await?;
+
+    env.scenarios().add(
+        PodSelector::workload(&name, "c-db-migrate"),
+        Behaviour::succeed_with_message("cinder-status upgrade check exit 0"),
+    );
+    let patch = json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    api.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    until(
+        &api,
+        "c",
+        Duration::from_secs(120),
+        "upgraded",
+        settled("2026.2"),
+    )
+    .await?;
+
+    let events = Api::<Event>::namespaced(admin.clone(), &name)
+        .list(&ListParams::default())
+        .await?;
+    let reasons: Vec<String> = events
+        .items
+        .iter()
+        .filter_map(|e| e.reason.clone())
+        .collect();
+    ensure!(
+        reasons
+            .iter()
+            .any(|r| r == "UpgradeCheckEventEmissionDeferred"),
+        "{reasons:?}"
+    );
+    ensure!(
+        !reasons.iter().any(|r| r == "UpgradeCheckCompleted"),
+        "reported without its record: {reasons:?}"
+    );
+    let annotations = api.get("c").await?.metadata.annotations.unwrap_or_default();
+    ensure!(!annotations.contains_key("cinder.c5c3.io/last-upgrade-check-job-uid"));
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}
