@@ -123,3 +123,34 @@ fn locate_or_build() -> Result<PathBuf> {
     }
     Ok(PathBuf::from(dir))
 }
+
+/// The helm binary, built from the Go module proxy on first use
+/// (`testenv/helm-bin/build.sh`, cached like the Kubernetes binaries).
+/// `RATCHET_HELM` points at an existing binary instead.
+pub fn ensure_helm() -> Result<PathBuf> {
+    static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testenv/helm-bin/build.sh");
+    BUILT
+        .get_or_init(|| {
+            if let Some(path) = std::env::var_os("RATCHET_HELM") {
+                return Ok(PathBuf::from(path));
+            }
+            check_go(Path::new("go")).map_err(|e| e.to_string())?;
+            let out = Command::new("bash")
+                .arg(&script)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+            let path = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            Ok(PathBuf::from(path))
+        })
+        .clone()
+        .map_err(|detail| TestEnvError::BuildFailed { script, detail })
+}

@@ -63,7 +63,6 @@ fn base(
         "podIP": placement.pod_ip,
         "podIPs": [{ "ip": placement.pod_ip }],
         "startTime": rfc3339(placement.started),
-        "qosClass": "BestEffort",
         "conditions": conditions,
         "containerStatuses": containers,
     })

@@ -1,0 +1,41 @@
+{{- define "ratchet.name" -}}{{ .Release.Name }}{{- end -}}
+
+{{- define "ratchet.labels" -}}
+app.kubernetes.io/name: ratchet
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "ratchet.selector" -}}
+app.kubernetes.io/name: ratchet
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The rules the operator needs where it reconciles (docs/permissions.md). */}}
+{{- define "ratchet.rules" -}}
+- apiGroups: ["cinder.openstack.c5c3.io"]
+  resources: ["cinders"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["cinder.openstack.c5c3.io"]
+  resources: ["cinders/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
