@@ -12,6 +12,7 @@ use ratchet_operator::cinder::plan::{Verdict, abort_patch, plan, render};
 pub enum Output {
     Table,
     Json,
+    Yaml,
 }
 
 #[derive(Args)]
@@ -24,6 +25,9 @@ pub struct StatusArgs {
     all_namespaces: bool,
     #[arg(short, long, value_enum, default_value = "table")]
     output: Output,
+    /// Follow changes (a line per change) until Ctrl-C.
+    #[arg(short, long)]
+    watch: bool,
 }
 
 #[derive(Args)]
@@ -65,41 +69,82 @@ async fn cinders(namespace: Option<&str>, all: bool) -> anyhow::Result<Api<Cinde
     })
 }
 
+fn table_header() -> String {
+    format!(
+        "{:<20} {:<24} {:<9} {:<9} {:<14} {:<22} READY / DATABASE",
+        "NAMESPACE", "NAME", "RELEASE", "TARGET", "PHASE", "ROLLING"
+    )
+}
+
+fn table_row(c: &Cinder) -> String {
+    let s = c.status.clone().unwrap_or_default();
+    let cond = |kind: &str| {
+        s.conditions
+            .iter()
+            .find(|x| x.type_ == kind)
+            .map(|x| format!("{} ({})", x.status, x.reason))
+            .unwrap_or_else(|| "-".into())
+    };
+    let phase = serde_json::to_value(s.upgrade_phase)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!(
+        "{:<20} {:<24} {:<9} {:<9} {:<14} {:<22} {} / {}",
+        c.metadata.namespace.clone().unwrap_or_default(),
+        c.metadata.name.clone().unwrap_or_default(),
+        s.installed_release,
+        s.target_release,
+        phase,
+        s.rolling_workload,
+        cond("Ready"),
+        cond("DatabaseReady"),
+    )
+}
+
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let api = cinders(args.namespace.as_deref(), args.all_namespaces).await?;
+    if args.watch {
+        return watch(api).await;
+    }
     let list = api.list(&ListParams::default()).await?;
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&list.items)?),
+        Output::Yaml => print!("{}", serde_yaml_ng::to_string(&list.items)?),
         Output::Table => {
-            println!(
-                "{:<20} {:<24} {:<9} {:<9} {:<14} {:<22} READY / DATABASE",
-                "NAMESPACE", "NAME", "RELEASE", "TARGET", "PHASE", "ROLLING"
-            );
+            println!("{}", table_header());
             for c in &list.items {
-                let s = c.status.clone().unwrap_or_default();
-                let cond = |kind: &str| {
-                    s.conditions
-                        .iter()
-                        .find(|x| x.type_ == kind)
-                        .map(|x| format!("{} ({})", x.status, x.reason))
-                        .unwrap_or_else(|| "-".into())
-                };
-                let phase = serde_json::to_value(s.upgrade_phase)?
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                println!(
-                    "{:<20} {:<24} {:<9} {:<9} {:<14} {:<22} {} / {}",
-                    c.metadata.namespace.clone().unwrap_or_default(),
-                    c.metadata.name.clone().unwrap_or_default(),
-                    s.installed_release,
-                    s.target_release,
-                    phase,
-                    s.rolling_workload,
-                    cond("Ready"),
-                    cond("DatabaseReady"),
-                );
+                println!("{}", table_row(c));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Follows every change: a line whenever a Cinder's row changes, until Ctrl-C.
+async fn watch(api: Api<Cinder>) -> anyhow::Result<()> {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    println!("{:<10} {}", "TIME", table_header());
+    let mut last: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let started = std::time::Instant::now();
+    while let Some(c) = stream.next().await {
+        let c = c?;
+        let row = table_row(&c);
+        let key = format!(
+            "{}/{}",
+            c.metadata.namespace.clone().unwrap_or_default(),
+            c.metadata.name.clone().unwrap_or_default()
+        );
+        if last.get(&key) != Some(&row) {
+            println!(
+                "{:<10} {row}",
+                format!("{:.1}s", started.elapsed().as_secs_f64())
+            );
+            last.insert(key, row);
         }
     }
     Ok(())
