@@ -4,6 +4,7 @@
 mod cluster;
 mod counting;
 mod install;
+mod operator;
 mod setup;
 mod stats;
 mod upgrade;
@@ -25,6 +26,8 @@ enum Command {
     Install(install::InstallArgs),
     /// Cinder upgrade: wall time, operator reaction times, API requests.
     Upgrade(upgrade::UpgradeArgs),
+    /// The operator process: RSS at idle and under load, standby takeover time.
+    Operator(operator::OperatorArgs),
 }
 
 #[tokio::main]
@@ -39,5 +42,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Cluster(args) => cluster::run(args).await,
         Command::Install(args) => install::run(args).await,
         Command::Upgrade(args) => upgrade::run(args).await,
+        Command::Operator(args) => operator::run(args).await,
     }
 }
