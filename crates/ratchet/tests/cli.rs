@@ -158,3 +158,119 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+/// `status` and `abort` in each abortable phase; `abort` in Contracting needs --force.
+#[tokio::test]
+async fn status_and_abort_in_every_phase() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let client = env.client()?;
+    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    let ns = env.namespace(&client, "phases").await?;
+    let name = ns.name().to_string();
+    ratchet_operator::install::ensure_example_secrets(&client, &name).await?;
+    let operator = ratchet_operator::start(
+        client.clone(),
+        OperatorConfig {
+            namespace: Some(name.clone()),
+            ..OperatorConfig::default()
+        },
+    )
+    .await?;
+    let api: Api<Cinder> = Api::namespaced(client.clone(), &name);
+    let installed = |c: &Cinder| {
+        c.status.as_ref().is_some_and(|s| {
+            s.upgrade_phase == CinderUpgradePhase::None
+                && s.installed_release == "2026.1"
+                && s.observed_generation == c.metadata.generation
+                && s.conditions
+                    .iter()
+                    .any(|x| x.type_ == "Ready" && x.status == "True")
+        })
+    };
+    let phases = [
+        (CinderUpgradePhase::Expanding, "Expanding", "c-db-expand"),
+        (
+            CinderUpgradePhase::RollingUpdate,
+            "RollingUpdate",
+            "c-backup",
+        ),
+        (
+            CinderUpgradePhase::Contracting,
+            "Contracting",
+            "c-db-contract",
+        ),
+    ];
+    for (i, (phase, label, hold)) in phases.into_iter().enumerate() {
+        let cname = format!("c{i}");
+        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+            &cname,
+            "2026.1",
+            "registry.invalid/openstack/cinder",
+            "2026.1",
+            &[],
+        ))?;
+        api.create(&PostParams::default(), &cinder).await?;
+        until(
+            &api,
+            &cname,
+            Duration::from_secs(60),
+            "installed",
+            installed,
+        )
+        .await?;
+        // Hold the upgrade in the phase: its Job, or the backup's new pods, never finish.
+        let workload = hold.replacen("c-", &format!("{cname}-"), 1);
+        let selector = PodSelector::workload(&name, &workload);
+        let selector = if label == "RollingUpdate" {
+            selector.with_image_containing(":2026.2")
+        } else {
+            selector
+        };
+        env.scenarios().add(selector, Behaviour::hang());
+        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+        api.patch(
+            &cname,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+        until(
+            &api,
+            &cname,
+            Duration::from_secs(60),
+            label,
+            |c: &Cinder| c.status.as_ref().is_some_and(|s| s.upgrade_phase == phase),
+        )
+        .await?;
+        let out = ratchet(env, &["status", "-n", &name]);
+        let row = text(&out)
+            .lines()
+            .find(|l| l.contains(&format!(" {cname} ")))
+            .unwrap_or_default()
+            .to_string();
+        ensure!(row.contains(label), "status in {label}: {row}");
+        let out = ratchet(env, &["abort", &cname, "-n", &name]);
+        if phase == CinderUpgradePhase::Contracting {
+            ensure!(
+                !out.status.success() && text(&out).contains("--force"),
+                "{}",
+                text(&out)
+            );
+            let out = ratchet(env, &["abort", &cname, "-n", &name, "--force"]);
+            ensure!(out.status.success(), "{}", text(&out));
+        } else {
+            ensure!(out.status.success(), "abort in {label}: {}", text(&out));
+        }
+        until(
+            &api,
+            &cname,
+            Duration::from_secs(60),
+            "aborted and Ready",
+            installed,
+        )
+        .await?;
+    }
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}
