@@ -11,6 +11,7 @@ pub mod install;
 pub mod labels;
 pub mod leader;
 pub mod metrics;
+pub mod rbac;
 pub mod webhooks;
 
 use std::sync::Arc;

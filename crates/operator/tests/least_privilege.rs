@@ -17,18 +17,14 @@ use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 use serde_json::json;
 
-/// What a namespaced operator needs, except patching Cinders themselves.
+/// What a namespaced operator needs (the one list in `rbac.rs`), except
+/// patching Cinders themselves.
 fn role_without_cinder_patch() -> serde_json::Value {
-    json!([
-        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["get", "list", "watch"] },
-        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders/status"], "verbs": ["get", "patch", "update"] },
-        { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
-        { "apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
-        { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
-        { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] },
-        { "apiGroups": [""], "resources": ["pods"], "verbs": ["list"] },
-        { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
-    ])
+    let mut rules = ratchet_operator::rbac::reconcile_rules();
+    if let Some(cinders) = rules.as_array_mut().and_then(|r| r.first_mut()) {
+        cinders["verbs"] = json!(["get", "list", "watch"]);
+    }
+    rules
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 mod crds;
 mod demo;
 mod manage;
+mod manifests;
 mod operator;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +48,8 @@ enum Command {
     Abort(manage::AbortArgs),
     /// Run the operator against the current cluster.
     Operator(operator::OperatorArgs),
+    /// Everything to install Ratchet without Helm (apply with --server-side).
+    Manifests(manifests::ManifestsArgs),
     /// Print Ratchet's CRDs as YAML (or write them, one file each, into a directory).
     Crds(crds::CrdsArgs),
 }
@@ -78,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Crds(args) => crds::run(args),
+        Command::Manifests(args) => manifests::run(args),
         Command::Operator(args) => operator::run(args).await,
         Command::Status(args) => manage::status(args).await,
         Command::Plan(args) => manage::plan_cmd(args).await,

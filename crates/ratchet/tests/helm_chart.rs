@@ -164,6 +164,18 @@ fn self_managed_certificates_refuse_more_than_one_replica() -> Result<()> {
 }
 
 #[test]
+fn chart_rbac_is_the_operators_own_list() -> Result<()> {
+    let docs = render(&[])?;
+    let role = find(&docs, "ClusterRole", "ratchet").context("cluster role")?;
+    ensure!(
+        role["rules"] == ratchet_operator::rbac::reconcile_rules(),
+        "deploy/helm/ratchet/templates/_helpers.tpl drifted from crates/operator/src/rbac.rs: {}",
+        role["rules"]
+    );
+    Ok(())
+}
+
+#[test]
 fn chart_crds_are_the_generated_ones() -> Result<()> {
     for (file, crd) in ratchet_api::crds() {
         let generated = ratchet_api::crd_yaml(&crd)?;

@@ -1,0 +1,29 @@
+//! The permissions the operator needs where it reconciles (docs/permissions.md).
+//! One list: `ratchet manifests` renders it, the least-privilege test runs the
+//! operator under it, and a test holds the Helm chart's copy to it.
+
+use serde_json::{Value, json};
+
+/// PolicyRules for the namespaces the operator reconciles in.
+pub fn reconcile_rules() -> Value {
+    json!([
+        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["get", "list", "watch", "patch"] },
+        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders/status"], "verbs": ["get", "patch", "update"] },
+        { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] },
+        { "apiGroups": [""], "resources": ["pods"], "verbs": ["list"] },
+        { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
+    ])
+}
+
+/// PolicyRules for the leader-election Lease, in the operator's own namespace.
+pub fn leader_rules() -> Value {
+    json!([{ "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "patch", "update"] }])
+}
+
+/// Cluster-scoped rules for keeping the webhook configuration (self-managed certificates).
+pub fn webhook_rules() -> Value {
+    json!([{ "apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"], "verbs": ["get", "create", "patch"] }])
+}
