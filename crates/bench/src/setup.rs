@@ -6,13 +6,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 
 use crate::counting::{RequestCounter, counting_client};
 
-pub const REPO: &str = "registry.invalid/openstack/cinder";
+pub use ratchet_operator::testing::EXAMPLE_REPOSITORY as REPO;
 
 pub struct Bench {
     pub admin: Client,
@@ -59,19 +59,7 @@ impl Bench {
     }
 }
 
-/// Installed at `release`, no upgrade running, Ready for the current generation.
-pub fn settled_at(release: &'static str) -> impl Fn(&Cinder) -> bool {
-    move |c: &Cinder| {
-        c.status.as_ref().is_some_and(|s| {
-            s.installed_release == release
-                && s.upgrade_phase == CinderUpgradePhase::None
-                && s.observed_generation == c.metadata.generation
-                && s.conditions
-                    .iter()
-                    .any(|x| x.type_ == "Ready" && x.status == "True")
-        })
-    }
-}
+pub use ratchet_operator::testing::settled_at;
 
 /// Mean reconcile duration so far, from the operator's own histogram.
 pub fn mean_reconcile_seconds(operator: &OperatorHandle) -> Option<f64> {

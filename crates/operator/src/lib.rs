@@ -12,6 +12,7 @@ pub mod labels;
 pub mod leader;
 pub mod metrics;
 pub mod rbac;
+pub mod testing;
 pub mod webhooks;
 
 use std::sync::Arc;

@@ -15,6 +15,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::runtime::watcher;
 use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_operator::testing::settled_at;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
@@ -40,22 +41,12 @@ async fn bump(h: &Harness, release: &str) -> Result<Cinder> {
 
 /// Waits until the upgrade to `release` has finished and everything is Ready.
 async fn wait_installed(h: &Harness, release: &str) -> Result<Cinder> {
-    let release = release.to_string();
     Ok(until(
         &h.api::<Cinder>(),
         "c",
         Duration::from_secs(120),
         "upgrade complete and Ready",
-        move |c: &Cinder| {
-            c.status.as_ref().is_some_and(|s| {
-                s.installed_release == release
-                    && s.upgrade_phase == CinderUpgradePhase::None
-                    && s.observed_generation == c.metadata.generation
-                    && s.conditions
-                        .iter()
-                        .any(|x| x.type_ == "Ready" && x.status == "True")
-            })
-        },
+        settled_at(release),
     )
     .await?)
 }

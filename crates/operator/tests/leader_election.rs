@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::leader::LeaderElection;
+use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
@@ -46,27 +46,8 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() -> Result<()> {
     let a = ratchet_operator::start(client.clone(), config("replica-a")).await?;
     let b = ratchet_operator::start(client.clone(), config("replica-b")).await?;
 
-    let api: Api<Cinder> = Api::namespaced(client.clone(), &name);
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-        "c",
-        "2026.1",
-        "registry.invalid/openstack/cinder",
-        "2026.1",
-        &[],
-    ))?;
-    api.create(&PostParams::default(), &cinder).await?;
-    let settled = |release: &'static str| {
-        move |c: &Cinder| {
-            c.status.as_ref().is_some_and(|s| {
-                s.installed_release == release
-                    && s.upgrade_phase == CinderUpgradePhase::None
-                    && s.observed_generation == c.metadata.generation
-                    && s.conditions
-                        .iter()
-                        .any(|x| x.type_ == "Ready" && x.status == "True")
-            })
-        }
-    };
+    let api = create_example_cinder(&client, &name, "c", "2026.1", &[]).await?;
+    let settled = settled_at;
     until(
         &api,
         "c",

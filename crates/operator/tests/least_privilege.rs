@@ -9,10 +9,10 @@ use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::OperatorConfig;
+use ratchet_operator::testing::{create_example_cinder, impersonating, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 use serde_json::json;
@@ -56,9 +56,7 @@ async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes
         .await?;
 
     // The operator acts as that ServiceAccount (impersonated by the admin).
-    let mut config = env.config().clone();
-    config.auth_info.impersonate = Some(format!("system:serviceaccount:{name}:ratchet"));
-    let operator_client = Client::try_from(config)?;
+    let operator_client = impersonating(env.config(), &name, "ratchet")?;
     let operator = ratchet_operator::start(
         operator_client,
         OperatorConfig {
@@ -68,26 +66,8 @@ async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes
     )
     .await?;
 
-    let api: Api<Cinder> = Api::namespaced(admin.clone(), &name);
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-        "c",
-        "2026.1",
-        "registry.invalid/openstack/cinder",
-        "2026.1",
-        &[],
-    ))?;
-    api.create(&PostParams::default(), &cinder).await?;
-    let settled = |release: &'static str| {
-        move |c: &Cinder| {
-            c.status.as_ref().is_some_and(|s| {
-                s.installed_release == release
-                    && s.upgrade_phase == CinderUpgradePhase::None
-                    && s.conditions
-                        .iter()
-                        .any(|x| x.type_ == "Ready" && x.status == "True")
-            })
-        }
-    };
+    let api = create_example_cinder(&admin, &name, "c", "2026.1", &[]).await?;
+    let settled = settled_at;
     until(
         &api,
         "c",

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kube::Api;
-use kube::api::PostParams;
 use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::OperatorConfig;
+use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 
@@ -44,15 +44,7 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
         },
     )
     .await?;
-    let api: Api<Cinder> = Api::namespaced(client.clone(), &name);
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-        "c",
-        "2026.1",
-        "registry.invalid/openstack/cinder",
-        "2026.1",
-        &["lvm"],
-    ))?;
-    api.create(&PostParams::default(), &cinder).await?;
+    let api = create_example_cinder(&client, &name, "c", "2026.1", &["lvm"]).await?;
     until(
         &api,
         "c",
@@ -177,16 +169,7 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
     )
     .await?;
     let api: Api<Cinder> = Api::namespaced(client.clone(), &name);
-    let installed = |c: &Cinder| {
-        c.status.as_ref().is_some_and(|s| {
-            s.upgrade_phase == CinderUpgradePhase::None
-                && s.installed_release == "2026.1"
-                && s.observed_generation == c.metadata.generation
-                && s.conditions
-                    .iter()
-                    .any(|x| x.type_ == "Ready" && x.status == "True")
-        })
-    };
+    let installed = settled_at("2026.1");
     let phases = [
         (CinderUpgradePhase::Expanding, "Expanding", "c-db-expand"),
         (
@@ -202,20 +185,13 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
     ];
     for (i, (phase, label, hold)) in phases.into_iter().enumerate() {
         let cname = format!("c{i}");
-        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-            &cname,
-            "2026.1",
-            "registry.invalid/openstack/cinder",
-            "2026.1",
-            &[],
-        ))?;
-        api.create(&PostParams::default(), &cinder).await?;
+        create_example_cinder(&client, &name, &cname, "2026.1", &[]).await?;
         until(
             &api,
             &cname,
             Duration::from_secs(60),
             "installed",
-            installed,
+            &installed,
         )
         .await?;
         // Hold the upgrade in the phase: its Job, or the backup's new pods, never finish.
@@ -266,7 +242,7 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
             &cname,
             Duration::from_secs(60),
             "aborted and Ready",
-            installed,
+            &installed,
         )
         .await?;
     }

@@ -8,10 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use kube::api::PostParams;
-use kube::{Api, Client};
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_operator::OperatorConfig;
+use ratchet_operator::testing::{create_example_cinder, impersonating};
 use ratchet_testenv::TestEnv;
 use ratchet_testenv::binaries::ensure_helm;
 use ratchet_testenv::wait::until;
@@ -225,25 +224,15 @@ async fn the_chart_installs_and_its_rbac_runs_the_operator() -> Result<()> {
     let admin = env.client()?;
     let ns = env.namespace(&admin, "chart").await?;
     ratchet_operator::install::ensure_example_secrets(&admin, ns.name()).await?;
-    let mut config = env.config().clone();
-    config.auth_info.impersonate = Some("system:serviceaccount:ratchet-system:ratchet".into());
     let operator = ratchet_operator::start(
-        Client::try_from(config)?,
+        impersonating(env.config(), "ratchet-system", "ratchet")?,
         OperatorConfig {
             namespace: Some(ns.name().to_string()),
             ..OperatorConfig::default()
         },
     )
     .await?;
-    let api: Api<Cinder> = Api::namespaced(admin.clone(), ns.name());
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-        "c",
-        "2026.1",
-        "registry.invalid/openstack/cinder",
-        "2026.1",
-        &["lvm"],
-    ))?;
-    api.create(&PostParams::default(), &cinder).await?;
+    let api = create_example_cinder(&admin, ns.name(), "c", "2026.1", &[]).await?;
     until(
         &api,
         "c",

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::PostParams;
-use kube::{Api, Client};
+use kube::Api;
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_operator::OperatorConfig;
+use ratchet_operator::testing::{create_example_cinder, impersonating};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{KubeBinaries, TestEnv};
 
@@ -59,25 +59,15 @@ async fn manifests_apply_and_their_rbac_runs_the_operator() -> Result<()> {
 
     let ns = env.namespace(&admin, "manifests").await?;
     ratchet_operator::install::ensure_example_secrets(&admin, ns.name()).await?;
-    let mut config = env.config().clone();
-    config.auth_info.impersonate = Some("system:serviceaccount:ratchet-system:ratchet".into());
     let operator = ratchet_operator::start(
-        Client::try_from(config)?,
+        impersonating(env.config(), "ratchet-system", "ratchet")?,
         OperatorConfig {
             namespace: Some(ns.name().to_string()),
             ..OperatorConfig::default()
         },
     )
     .await?;
-    let api: Api<Cinder> = Api::namespaced(admin.clone(), ns.name());
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-        "c",
-        "2026.1",
-        "registry.invalid/openstack/cinder",
-        "2026.1",
-        &[],
-    ))?;
-    api.create(&PostParams::default(), &cinder).await?;
+    let api = create_example_cinder(&admin, ns.name(), "c", "2026.1", &[]).await?;
     until(
         &api,
         "c",

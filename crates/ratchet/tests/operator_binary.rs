@@ -6,9 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use kube::Api;
-use kube::api::PostParams;
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_operator::testing::create_example_cinder;
 use ratchet_testenv::TestEnv;
 
 #[tokio::test]
@@ -19,16 +17,7 @@ async fn json_logs_name_the_resource_and_sigterm_stops_cleanly() -> Result<()> {
     let ns = env.namespace(&client, "binary").await?;
     let name = ns.name().to_string();
     // No Secrets: the reconcile fails with SecretMissing and logs a warning.
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-        "logged",
-        "2026.1",
-        "registry.invalid/openstack/cinder",
-        "2026.1",
-        &[],
-    ))?;
-    Api::<Cinder>::namespaced(client.clone(), &name)
-        .create(&PostParams::default(), &cinder)
-        .await?;
+    create_example_cinder(&client, &name, "logged", "2026.1", &[]).await?;
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
         .args([

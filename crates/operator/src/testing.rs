@@ -1,0 +1,53 @@
+//! Small helpers the tests, benchmarks and the demo share: waiting predicates,
+//! example Cinders, and clients that act as a ServiceAccount.
+
+use kube::api::PostParams;
+use kube::{Api, Client, Config};
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+
+use crate::error::Result;
+
+pub const EXAMPLE_REPOSITORY: &str = "registry.invalid/openstack/cinder";
+
+/// Installed at `release`, no upgrade running, Ready for the current generation.
+pub fn settled_at(release: &str) -> impl Fn(&Cinder) -> bool + use<> {
+    let release = release.to_string();
+    move |c: &Cinder| {
+        c.status.as_ref().is_some_and(|s| {
+            s.installed_release == release
+                && s.upgrade_phase == CinderUpgradePhase::None
+                && s.observed_generation == c.metadata.generation
+                && s.conditions
+                    .iter()
+                    .any(|x| x.type_ == "Ready" && x.status == "True")
+        })
+    }
+}
+
+/// Creates an example Cinder (tag = release) in `namespace`; returns the namespaced Api.
+pub async fn create_example_cinder(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    release: &str,
+    backends: &[&str],
+) -> Result<Api<Cinder>> {
+    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+        name,
+        release,
+        EXAMPLE_REPOSITORY,
+        release,
+        backends,
+    ))?;
+    let api: Api<Cinder> = Api::namespaced(client.clone(), namespace);
+    api.create(&PostParams::default(), &cinder).await?;
+    Ok(api)
+}
+
+/// A client that acts as `system:serviceaccount:<namespace>:<name>` (the
+/// config's identity must be allowed to impersonate).
+pub fn impersonating(config: &Config, namespace: &str, name: &str) -> Result<Client> {
+    let mut config = config.clone();
+    config.auth_info.impersonate = Some(format!("system:serviceaccount:{namespace}:{name}"));
+    Ok(Client::try_from(config)?)
+}
