@@ -1,13 +1,14 @@
 //! `ratchet status`, `plan` and `abort` against a local cluster, as an operator
 //! of a real cluster would use them (through a kubeconfig).
 
+mod common;
+
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kube::Api;
 use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
-use ratchet_operator::OperatorConfig;
 use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
@@ -32,18 +33,8 @@ fn text(out: &Output) -> String {
 async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     let env = TestEnv::shared()?;
     let client = env.client()?;
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
-    let ns = env.namespace(&client, "cli").await?;
+    let (ns, operator) = common::scoped_operator(env, client.clone(), "cli").await?;
     let name = ns.name().to_string();
-    ratchet_operator::install::ensure_example_secrets(&client, &name).await?;
-    let operator = ratchet_operator::start(
-        client.clone(),
-        OperatorConfig {
-            namespace: Some(name.clone()),
-            ..OperatorConfig::default()
-        },
-    )
-    .await?;
     let api = create_example_cinder(&client, &name, "c", "2026.1", &["lvm"]).await?;
     until(
         &api,
@@ -156,18 +147,8 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
 async fn status_and_abort_in_every_phase() -> Result<()> {
     let env = TestEnv::shared()?;
     let client = env.client()?;
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
-    let ns = env.namespace(&client, "phases").await?;
+    let (ns, operator) = common::scoped_operator(env, client.clone(), "phases").await?;
     let name = ns.name().to_string();
-    ratchet_operator::install::ensure_example_secrets(&client, &name).await?;
-    let operator = ratchet_operator::start(
-        client.clone(),
-        OperatorConfig {
-            namespace: Some(name.clone()),
-            ..OperatorConfig::default()
-        },
-    )
-    .await?;
     let api: Api<Cinder> = Api::namespaced(client.clone(), &name);
     let installed = settled_at("2026.1");
     let phases = [

@@ -3,17 +3,14 @@
 //! cluster, where an operator acting as the chart's ServiceAccount installs a
 //! Cinder — proof that the chart's RBAC is enough.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use ratchet_api::cinder::v1alpha1::Cinder;
-use ratchet_operator::OperatorConfig;
-use ratchet_operator::testing::{create_example_cinder, impersonating};
 use ratchet_testenv::TestEnv;
 use ratchet_testenv::binaries::ensure_helm;
-use ratchet_testenv::wait::until;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -220,35 +217,7 @@ async fn the_chart_installs_and_its_rbac_runs_the_operator() -> Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // An operator acting as the chart's ServiceAccount installs a Cinder.
-    let admin = env.client()?;
-    let ns = env.namespace(&admin, "chart").await?;
-    ratchet_operator::install::ensure_example_secrets(&admin, ns.name()).await?;
-    let operator = ratchet_operator::start(
-        impersonating(env.config(), "ratchet-system", "ratchet")?,
-        OperatorConfig {
-            namespace: Some(ns.name().to_string()),
-            ..OperatorConfig::default()
-        },
-    )
-    .await?;
-    let api = create_example_cinder(&admin, ns.name(), "c", "2026.1", &[]).await?;
-    until(
-        &api,
-        "c",
-        Duration::from_secs(60),
-        "Ready under the chart's RBAC",
-        |c: &Cinder| {
-            c.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|x| x.type_ == "Ready" && x.status == "True")
-            })
-        },
-    )
-    .await?;
-    operator.stop().await;
-    ns.cleanup().await;
+    common::service_account_runs_the_operator(env, "ratchet-system", "ratchet").await?;
     let _ = helm(&[
         "uninstall",
         "ratchet",

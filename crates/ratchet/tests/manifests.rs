@@ -2,6 +2,8 @@
 //! accepted, the operator Deployment becomes available, and an operator acting
 //! as its ServiceAccount installs a Cinder (the RBAC is enough).
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -9,9 +11,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
-use ratchet_api::cinder::v1alpha1::Cinder;
-use ratchet_operator::OperatorConfig;
-use ratchet_operator::testing::{create_example_cinder, impersonating};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{KubeBinaries, TestEnv};
 
@@ -57,32 +56,6 @@ async fn manifests_apply_and_their_rbac_runs_the_operator() -> Result<()> {
     )
     .await?;
 
-    let ns = env.namespace(&admin, "manifests").await?;
-    ratchet_operator::install::ensure_example_secrets(&admin, ns.name()).await?;
-    let operator = ratchet_operator::start(
-        impersonating(env.config(), "ratchet-system", "ratchet")?,
-        OperatorConfig {
-            namespace: Some(ns.name().to_string()),
-            ..OperatorConfig::default()
-        },
-    )
-    .await?;
-    let api = create_example_cinder(&admin, ns.name(), "c", "2026.1", &[]).await?;
-    until(
-        &api,
-        "c",
-        Duration::from_secs(60),
-        "Ready under the manifests' RBAC",
-        |c: &Cinder| {
-            c.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|x| x.type_ == "Ready" && x.status == "True")
-            })
-        },
-    )
-    .await?;
-    operator.stop().await;
-    ns.cleanup().await;
+    common::service_account_runs_the_operator(env, "ratchet-system", "ratchet").await?;
     Ok(())
 }
