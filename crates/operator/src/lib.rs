@@ -20,6 +20,9 @@ use std::sync::Arc;
 pub use context::{Context, OperatorConfig};
 pub use error::Error;
 
+/// How long a graceful stop waits for in-flight reconciles.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A running operator; stops when dropped.
 pub struct OperatorHandle {
     shutdown: tokio::sync::watch::Sender<bool>,
@@ -33,7 +36,17 @@ impl OperatorHandle {
     /// Stops gracefully: in-flight reconciles finish first.
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);
-        let _ = (&mut self.task).await;
+        // Bounded, like a pod's termination grace period: a pass that does not
+        // finish in time is cut off (the next leader repeats it).
+        if tokio::time::timeout(STOP_GRACE, &mut self.task)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "in-flight reconciles did not finish within {STOP_GRACE:?}; stopping anyway"
+            );
+            self.task.abort();
+        }
         self.webhook.take();
     }
 

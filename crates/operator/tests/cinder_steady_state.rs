@@ -98,7 +98,20 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
     );
 
     // One db-sync Job on the spec image, the seed's command, backoffLimit 4.
-    let job = h.api::<Job>().get("c-db-sync").await?;
+    // (Complete, with its completionTime, may trail the verdict the operator acts on.)
+    let job = until(
+        &h.api::<Job>(),
+        "c-db-sync",
+        TIMEOUT,
+        "db-sync Complete",
+        |j: &Job| {
+            j.status
+                .as_ref()
+                .and_then(|s| s.completion_time.as_ref())
+                .is_some()
+        },
+    )
+    .await?;
     let spec = job.spec.as_ref().context("job spec")?;
     ensure!(spec.backoff_limit == Some(4));
     let container = spec
@@ -331,11 +344,17 @@ async fn failing_db_sync_reports_and_recovers_after_a_spec_change() -> Result<()
         message.contains("BackoffLimitExceeded") && message.contains("fix the cause"),
         "{message}"
     );
-    let job = h.api::<Job>().get("c-db-sync").await?;
-    ensure!(
-        job.status.as_ref().and_then(|s| s.failed) == Some(5),
-        "five pods failed"
-    );
+    // The operator reacts to the Job controller's verdict (FailureTarget), which
+    // may come before the last failure is counted: wait for the count.
+    let jobs: Api<Job> = h.api();
+    until(
+        &jobs,
+        "c-db-sync",
+        TIMEOUT,
+        "five failed pods counted",
+        |j: &Job| j.status.as_ref().and_then(|s| s.failed) == Some(5),
+    )
+    .await?;
     ensure!(failed.status.as_ref().map(|s| s.installed_release.as_str()) == Some(""));
 
     h.env.scenarios().remove(rule);

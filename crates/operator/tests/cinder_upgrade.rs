@@ -469,8 +469,17 @@ async fn phase_job_fails(suffix: &str, reason: &str) -> Result<()> {
         message.contains("2026.1 → 2026.2") && message.contains("delete the Job"),
         "{message}"
     );
-    let job = h.api::<Job>().get(&format!("c-{suffix}")).await?;
-    ensure!(job.status.and_then(|s| s.failed) == Some(5));
+    // The operator reacts to the Job controller's verdict (FailureTarget), which
+    // may come before the last failure is counted: wait for the count.
+    let jobs: Api<Job> = h.api();
+    until(
+        &jobs,
+        &format!("c-{suffix}"),
+        TIMEOUT,
+        "five failed pods counted",
+        |j: &Job| j.status.as_ref().and_then(|s| s.failed) == Some(5),
+    )
+    .await?;
     h.wait_event("c", reason).await?;
     let warnings = h
         .event_reasons("c")
