@@ -35,6 +35,28 @@ fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
         .collect()
 }
 
+/// Delete actions for phase Jobs of an *earlier* upgrade: a Job whose pod spec
+/// is exactly what this upgrade runs in that phase is this upgrade's own (a pass
+/// that read a stale resource repeats the initiation) and is kept.
+fn delete_stale_phase_jobs(profile: &Profile, obs: &Observed, image: &str) -> Vec<JobAction> {
+    profile
+        .phases
+        .iter()
+        .filter_map(|p| match &p.step {
+            Step::Job(t) => Some(t),
+            Step::Roll { .. } => None,
+        })
+        .filter(|t| {
+            obs.jobs
+                .get(t.suffix)
+                .is_some_and(|j| j.spec_hash != job_spec_hash(image, &t.command, ""))
+        })
+        .map(|t| JobAction::Delete {
+            suffix: t.suffix.to_string(),
+        })
+        .collect()
+}
+
 /// An accepted single step forward: record the target, enter the first phase.
 /// Phase Jobs left from an earlier upgrade are deleted first, so a stale
 /// success can never advance this one.
@@ -59,7 +81,7 @@ pub fn initiate(
         event::UPGRADE_INITIATED,
         format!("{installed} → {target}: upgrade initiated with {image}"),
     );
-    let leftovers = delete_phase_jobs(profile, obs);
+    let leftovers = delete_stale_phase_jobs(profile, obs, &image.to_string());
     if !leftovers.is_empty() {
         // The deletions wake the controller; the first phase starts next pass.
         return Draft {

@@ -573,3 +573,28 @@ fn ironic_unpins_before_online_migrations_conductors_first() {
     );
     assert_eq!(w.obs.status.phase, "OnlineMigrations");
 }
+
+#[test]
+fn a_pass_on_a_stale_resource_does_not_delete_the_running_expand_job() {
+    let mut w = World::install("2026.1");
+    w.scripts.insert("db-expand".into(), Script::Hang);
+    w.set_release("2026.2");
+    let stale = w.obs.status.clone();
+    w.step();
+    assert_eq!(w.obs.status.phase, "Expanding");
+    let uid = w.obs.jobs["db-expand"].uid.clone();
+    // The controller's cache still holds the status from before the initiation.
+    w.obs.status = stale;
+    let d = w.step();
+    assert!(
+        d.jobs
+            .iter()
+            .all(|a| !matches!(a, JobAction::Delete { .. })),
+        "{:?}",
+        d.jobs
+    );
+    assert_eq!(
+        w.obs.jobs["db-expand"].uid, uid,
+        "the running expand Job is kept"
+    );
+}
