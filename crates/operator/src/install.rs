@@ -42,7 +42,8 @@ pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
     Ok(())
 }
 
-/// Creates the Secrets [`ratchet_api::cinder::example_manifest`] refers to, with
+/// Creates the Secrets the example manifests ([`ratchet_api::cinder::example_manifest`],
+/// [`ratchet_api::ironic::example_manifest`]) refer to, with
 /// placeholder URLs (for demos and tests; nothing connects to them).
 pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<()> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
@@ -56,6 +57,16 @@ pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<
             "cinder-mq",
             "transport_url",
             "rabbit://cinder:placeholder@mq:5672/",
+        ),
+        (
+            "ironic-db",
+            "connection",
+            "mysql+pymysql://ironic:placeholder@db/ironic",
+        ),
+        (
+            "ironic-mq",
+            "transport_url",
+            "rabbit://ironic:placeholder@mq:5672/",
         ),
     ] {
         let secret: Secret = serde_json::from_value(serde_json::json!({

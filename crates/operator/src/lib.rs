@@ -8,10 +8,12 @@ pub mod context;
 pub mod error;
 mod events;
 pub mod install;
+pub mod ironic;
 pub mod labels;
 pub mod leader;
 pub mod metrics;
 pub mod rbac;
+pub mod service;
 pub mod testing;
 pub mod webhooks;
 
@@ -94,16 +96,13 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         match election {
             None => {
                 let mut stop = stop;
-                cinder::run(ctx, async move {
+                service::run_all(ctx, async move {
                     let _ = stop.wait_for(|s| *s).await;
                 })
                 .await;
             }
             Some(election) => {
-                leader::run_while_leading(ctx, election, stop, |ctx, until| {
-                    cinder::run(ctx, until)
-                })
-                .await;
+                leader::run_while_leading(ctx, election, stop, service::run_all).await;
             }
         }
     });

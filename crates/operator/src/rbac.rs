@@ -9,8 +9,10 @@ pub fn reconcile_rules() -> Value {
     json!([
         { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["get", "list", "watch", "patch"] },
         { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders/status"], "verbs": ["get", "patch", "update"] },
+        { "apiGroups": ["ironic.openstack.c5c3.io"], "resources": ["ironics"], "verbs": ["get", "list", "watch", "patch"] },
+        { "apiGroups": ["ironic.openstack.c5c3.io"], "resources": ["ironics/status"], "verbs": ["get", "patch", "update"] },
         { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
-        { "apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] },
         { "apiGroups": [""], "resources": ["pods"], "verbs": ["list"] },

@@ -49,14 +49,16 @@ impl Verdict {
     }
 }
 
-/// The three standard conditions (Ready derived from the other two) and the
-/// events for those whose reason changed since the stored status.
+/// The three standard conditions (Ready derived from the other two), then the
+/// advisory ones (which never affect Ready), and the events for those whose
+/// reason changed since the stored status.
 pub fn standard(
     previous: &StatusView,
     generation: i64,
     now: &str,
     database: Verdict,
     deployments: Verdict,
+    advisories: Vec<(&'static str, Verdict)>,
 ) -> (Vec<ConditionState>, Vec<Event>) {
     let ready = if database.status && deployments.status {
         Verdict::yes(reason::READY, "database and workloads are ready")
@@ -78,6 +80,7 @@ pub fn standard(
         (condition::READY, ready),
     ]
     .into_iter()
+    .chain(advisories)
     .map(|(kind, verdict)| {
         let old = previous.condition(kind);
         let changed = old.is_none_or(|o| o.reason != verdict.reason || o.status != verdict.status);

@@ -114,6 +114,8 @@ pub struct WorkloadId {
     pub name: String,
     /// Whether its pods carry the installed-release annotation (the second roll).
     pub carries_installed_release: bool,
+    /// The replicas the spec asks for.
+    pub replicas: i32,
 }
 
 /// Everything [`crate::decide`] looks at.

@@ -75,6 +75,9 @@ pub struct Profile {
     pub db_sync: JobTemplate,
     /// Upgrade phases in order; the installed release is promoted after the last.
     pub phases: Vec<Phase>,
+    /// Replicas each workload needs for a rolling upgrade with minimal downtime;
+    /// fewer is a warning (the `HighlyAvailable` condition), never a refusal.
+    pub minimum_replicas: Option<i32>,
 }
 
 impl JobTemplate {
@@ -83,11 +86,36 @@ impl JobTemplate {
     pub fn backoff_limit(&self) -> i32 {
         self.backoff_limit.unwrap_or(Self::DEFAULT_BACKOFF_LIMIT)
     }
+
+    /// The failure reason for the last failed pod's exit code, if it has one.
+    pub fn exit_reason(&self, exit_code: Option<i32>) -> Option<&ExitReason> {
+        self.exit_reasons
+            .iter()
+            .find(|r| Some(r.exit_code) == exit_code)
+    }
 }
 
 impl Profile {
     pub fn phase(&self, name: &str) -> Option<(usize, &Phase)> {
         self.phases.iter().enumerate().find(|(_, p)| p.name == name)
+    }
+
+    /// The RPC/object version pin new pods run with while `phase` is current
+    /// (the installed release during a pinned roll), or `None`.
+    pub fn pin_during(&self, phase: &str, installed: &str) -> Option<String> {
+        match self.phase(phase) {
+            Some((
+                _,
+                Phase {
+                    step:
+                        Step::Roll {
+                            pin: Pin::Installed,
+                        },
+                    ..
+                },
+            )) => Some(installed.to_string()),
+            _ => None,
+        }
     }
 
     /// Suffixes of every phase Job (deleted on abort and before a new upgrade).

@@ -8,7 +8,7 @@ use crate::decision::{
 };
 use crate::observe::{JobOutcome, Observed, ObservedWorkload, WorkloadId};
 use crate::profile::{Profile, Step};
-use crate::vocabulary::{event, reason};
+use crate::vocabulary::{condition, event, reason};
 
 /// A refusal to advance: the DatabaseReady reason and message.
 pub struct Blocked {
@@ -158,6 +158,37 @@ pub fn check_exit_code(message: &str) -> Option<i32> {
     rest.trim().parse().ok()
 }
 
+/// `HighlyAvailable`, for profiles that name a replica minimum: a warning when
+/// a workload runs fewer, since each restart of a lone replica is an outage.
+fn advisories(profile: &Profile, obs: &Observed) -> Vec<(&'static str, Verdict)> {
+    let Some(minimum) = profile.minimum_replicas else {
+        return Vec::new();
+    };
+    let short: Vec<String> = obs
+        .desired_workloads
+        .iter()
+        .filter(|w| w.replicas < minimum)
+        .map(|w| format!("{} has {}", w.name, w.replicas))
+        .collect();
+    let verdict = if short.is_empty() {
+        Verdict::yes(
+            reason::ENOUGH_REPLICAS,
+            format!("every workload runs at least {minimum} replicas"),
+        )
+    } else {
+        Verdict::no(
+            reason::TOO_FEW_REPLICAS,
+            format!(
+                "{}; {} needs at least {minimum} replicas of each workload to stay available while it rolls",
+                short.join(", "),
+                profile.service
+            ),
+        )
+        .warn()
+    };
+    vec![(condition::HIGHLY_AVAILABLE, verdict)]
+}
+
 /// Everything a pass decides, assembled.
 pub struct Draft {
     pub installed_release: String,
@@ -180,6 +211,7 @@ impl Draft {
             &obs.now,
             self.database,
             self.deployments,
+            advisories(profile, obs),
         );
         let mut events = self.events;
         events.extend(condition_events);

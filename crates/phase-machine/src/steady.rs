@@ -64,8 +64,8 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
         .jobs
         .get(sync.suffix)
         .filter(|j| j.spec_hash == spec_hash);
-    let (database, synced, failure) = match current.map(|j| &j.outcome) {
-        Some(JobOutcome::Succeeded) => (
+    let (database, synced, failure) = match current.map(|j| (&j.outcome, j.exit_code)) {
+        Some((JobOutcome::Succeeded, _)) => (
             Verdict::yes(
                 reason::DATABASE_SYNCED,
                 format!("schema synced to {release} with {image_ref}"),
@@ -74,18 +74,27 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
             true,
             None,
         ),
-        Some(JobOutcome::Failed { message }) => {
+        Some((JobOutcome::Failed { message }, exit_code)) => {
+            let special = sync.exit_reason(exit_code);
             let text = format!(
-                "{}-{} failed on {image_ref}: {message}; fix the cause, then change the spec or delete the Job to retry",
-                profile.service, sync.suffix
+                "{}-{} failed on {image_ref}: {message}; {}fix the cause, then change the spec or delete the Job to retry",
+                profile.service,
+                sync.suffix,
+                special
+                    .map(|r| format!("{}; ", r.explanation))
+                    .unwrap_or_default()
             );
             (
-                Verdict::no(reason::DB_SYNC_FAILED, text.clone()).warn(),
+                Verdict::no(
+                    special.map_or(reason::DB_SYNC_FAILED, |r| r.reason),
+                    text.clone(),
+                )
+                .warn(),
                 false,
                 Some(text),
             )
         }
-        Some(JobOutcome::Running) | None => (
+        Some((JobOutcome::Running, _)) | None => (
             Verdict::no(
                 reason::DB_SYNC_IN_PROGRESS,
                 format!("syncing the schema to {release} with {image_ref}"),
@@ -146,7 +155,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
     };
     let outcome = match failure {
         Some(message) => Outcome::Failed {
-            reason: reason::DB_SYNC_FAILED.into(),
+            reason: database.reason.into(),
             message,
         },
         None if synced && pending.is_empty() => Outcome::Settled,

@@ -264,10 +264,7 @@ fn advance(
                         index += 1;
                     }
                     Some((JobOutcome::Failed { message }, exit_code)) => {
-                        let special = template
-                            .exit_reasons
-                            .iter()
-                            .find(|r| Some(r.exit_code) == exit_code);
+                        let special = template.exit_reason(exit_code);
                         let (why, explanation) = match special {
                             Some(r) => (r.reason, format!("{}; ", r.explanation)),
                             None => (phase.failed_reason, String::new()),

@@ -8,6 +8,8 @@ pub mod condition {
     pub const DATABASE_READY: &str = "DatabaseReady";
     pub const DEPLOYMENTS_READY: &str = "DeploymentsReady";
     pub const READY: &str = "Ready";
+    /// Advisory, for profiles with a replica minimum; does not affect Ready.
+    pub const HIGHLY_AVAILABLE: &str = "HighlyAvailable";
 }
 
 /// Reasons of condition changes; failure reasons double as Warning event reasons.
@@ -35,6 +37,9 @@ pub mod reason {
     // Ready.
     pub const READY: &str = "Ready";
     pub const NOT_READY: &str = "NotReady";
+    // HighlyAvailable.
+    pub const ENOUGH_REPLICAS: &str = "EnoughReplicas";
+    pub const TOO_FEW_REPLICAS: &str = "TooFewReplicas";
 }
 
 /// Event reasons that are not condition reasons.

@@ -598,3 +598,101 @@ fn a_pass_on_a_stale_resource_does_not_delete_the_running_expand_job() {
         "the running expand Job is kept"
     );
 }
+
+#[test]
+fn ironic_warns_once_about_too_few_replicas_without_refusing() {
+    let mut w = ironic();
+    let warnings = |w: &World| w.events().iter().filter(|e| *e == "TooFewReplicas").count();
+    let highly_available = |w: &World| {
+        w.obs
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.kind == "HighlyAvailable")
+            .map(|c| (c.status, c.reason.clone(), c.message.clone()))
+            .expect("HighlyAvailable")
+    };
+    let (status, why, message) = highly_available(&w);
+    assert!(!status);
+    assert_eq!(why, "TooFewReplicas");
+    assert!(message.contains("i-conductor has 1"), "{message}");
+    assert_eq!(warnings(&w), 1, "announced once, not every pass");
+    let ready = w
+        .obs
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Ready")
+        .expect("Ready");
+    assert!(ready.status, "a warning, not a refusal");
+
+    for workload in &mut w.obs.desired_workloads {
+        workload.replicas = 2;
+    }
+    w.settle();
+    assert_eq!(
+        highly_available(&w),
+        (
+            true,
+            "EnoughReplicas".to_string(),
+            "every workload runs at least 2 replicas".to_string()
+        )
+    );
+    assert_eq!(warnings(&w), 1);
+}
+
+#[test]
+fn cinder_has_no_replica_advisory() {
+    let w = World::install("2026.1");
+    assert!(
+        w.obs
+            .status
+            .conditions
+            .iter()
+            .all(|c| c.kind != "HighlyAvailable")
+    );
+}
+
+#[test]
+fn the_pin_in_force_is_the_installed_release_during_the_pinned_roll_only() {
+    let profile = support::ironic_profile();
+    assert_eq!(
+        profile.pin_during("PinnedRoll", "2026.1").as_deref(),
+        Some("2026.1")
+    );
+    for phase in [
+        "",
+        "DatabaseUpgrade",
+        "UpgradeCheck",
+        "Unpinning",
+        "OnlineMigrations",
+    ] {
+        assert_eq!(profile.pin_during(phase, "2026.1"), None, "{phase}");
+    }
+    let cinder = support::cinder_profile();
+    assert_eq!(cinder.pin_during("RollingUpdate", "2026.1"), None);
+}
+
+#[test]
+fn ironic_patch_bump_db_sync_exit_2_names_the_incomplete_online_migrations() {
+    let mut w = ironic();
+    w.scripts
+        .insert("db-sync".into(), Script::Fail { exit_code: 2 });
+    w.obs.spec.image_tag = Some("2026.1-p1".into());
+    w.obs.spec.generation += 1;
+    let d = w.settle().clone();
+    let (_, reason, _) = w.database();
+    assert_eq!(reason, "OnlineMigrationsIncomplete");
+    assert!(
+        matches!(&d.outcome, Outcome::Failed { reason, .. } if reason == "OnlineMigrationsIncomplete")
+    );
+    // Another exit code is the generic sync failure.
+    let mut other = ironic();
+    other
+        .scripts
+        .insert("db-sync".into(), Script::Fail { exit_code: 1 });
+    other.obs.spec.image_tag = Some("2026.1-p1".into());
+    other.obs.spec.generation += 1;
+    other.settle();
+    assert_eq!(other.database().1, "DBSyncFailed");
+}

@@ -2,19 +2,16 @@
 //! and transport URLs reach the processes through environment variables that
 //! oslo.config reads (`OS_<SECTION>__<OPTION>`), filled from the Secrets.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-
 use ratchet_api::cinder::v1alpha1::CinderSpec;
 
-/// Environment variables oslo.config maps onto options; they take precedence over
-/// configuration files.
-pub const ENV_DATABASE_CONNECTION: &str = "OS_DATABASE__CONNECTION";
-pub const ENV_TRANSPORT_URL: &str = "OS_DEFAULT__TRANSPORT_URL";
+use crate::service::ini::{self, Sections};
+use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
+
+/// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
 
 pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> String {
-    let mut sections: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut sections = Sections::new();
     let default = sections.entry("DEFAULT".into()).or_default();
     default.insert(
         "enabled_backends".into(),
@@ -32,31 +29,21 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> String {
         section.insert("backend_host".into(), format!("{name}-volume-{backend}"));
         section.extend(spec.options.clone());
     }
-    for (section, options) in &spec.extra_config {
-        sections
-            .entry(section.clone())
-            .or_default()
-            .extend(options.clone());
-    }
-
-    let mut out = format!(
-        "# Rendered by Ratchet for Cinder {namespace}/{name}; edits are overwritten.\n\
-         # [database] connection and [DEFAULT] transport_url come from Secrets via\n\
-         # {ENV_DATABASE_CONNECTION} and {ENV_TRANSPORT_URL}.\n"
-    );
-    // DEFAULT first, the rest in name order.
-    let default = sections.remove("DEFAULT").unwrap_or_default();
-    for (section, options) in std::iter::once(("DEFAULT".to_string(), default)).chain(sections) {
-        let _ = writeln!(out, "\n[{section}]");
-        for (key, value) in options {
-            let _ = writeln!(out, "{key} = {value}");
-        }
-    }
-    out
+    ini::overlay(&mut sections, &spec.extra_config);
+    ini::write(
+        &[
+            format!("Rendered by Ratchet for Cinder {namespace}/{name}; edits are overwritten."),
+            "[database] connection and [DEFAULT] transport_url come from Secrets via".into(),
+            format!("{ENV_DATABASE_CONNECTION} and {ENV_TRANSPORT_URL}."),
+        ],
+        sections,
+    )
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use ratchet_api::cinder::v1alpha1::VolumeBackendSpec;
 

@@ -1,80 +1,81 @@
-//! The Cinder service: its profile, configuration, objects and controller.
+//! The Cinder service on the shared controller: its configuration and the
+//! workloads it runs, in roll order (scheduler → every volume back end → backup
+//! → api).
 
 pub mod config;
-mod observe;
 pub mod plan;
 pub mod profile;
-mod reconcile;
-pub mod render;
 
-use std::future::Future;
-use std::sync::Arc;
+use ratchet_api::cinder::v1alpha1::{Cinder, CinderStatus, CinderUpgradePhase};
+use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
-use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::Api;
-use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use ratchet_api::cinder::v1alpha1::Cinder;
+use crate::service::OpenStackService;
+use crate::service::model::ServiceModel;
+use crate::service::status::{self, Stored};
+use crate::webhooks::validation::is_dns_label;
 
-use crate::context::Context;
-use crate::error::{Error, backoff};
-use crate::labels::{MANAGED_BY, MANAGER};
+impl OpenStackService for Cinder {
+    type Status = CinderStatus;
 
-fn api<K>(ctx: &Context) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match &ctx.config.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
+    const SERVICE: &'static str = profile::SERVICE;
+    const INSTALLED_RELEASE_ANNOTATION: &'static str = "cinder.c5c3.io/installed-release";
+    const CHECK_REPORTED_ANNOTATION: &'static str = "cinder.c5c3.io/last-upgrade-check-job-uid";
+
+    fn profile() -> Profile {
+        profile::profile()
     }
-}
 
-fn key(cinder: &Cinder) -> String {
-    ObjectRef::from_obj(cinder).to_string()
-}
+    fn spec_view(&self) -> SpecView {
+        SpecView {
+            generation: self.metadata.generation.unwrap_or_default(),
+            release: self.spec.open_stack_release.clone(),
+            image_repository: self.spec.image.repository.clone(),
+            image_tag: self.spec.image.tag.clone(),
+            image_digest: self.spec.image.digest.clone(),
+        }
+    }
 
-fn error_policy(cinder: Arc<Cinder>, error: &Error, ctx: Arc<Context>) -> Action {
-    ctx.metrics.failed(profile::SERVICE, &error.metric_label());
-    let failures = ctx.record_failure(&key(&cinder));
-    let delay = backoff(failures);
-    tracing::warn!(cinder = %key(&cinder), error = %error, failures, retry_in = ?delay, "reconcile failed");
-    Action::requeue(delay)
-}
-
-/// Runs the Cinder controller until `shutdown` resolves. Owned Jobs, Deployments,
-/// ConfigMaps and Services wake it on every change: no polling.
-pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let owned = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
-    Controller::new(api::<Cinder>(&ctx), watcher::Config::default())
-        .owns(api::<Job>(&ctx), owned.clone())
-        .owns(api::<Deployment>(&ctx), owned.clone())
-        .owns(api::<ConfigMap>(&ctx), owned.clone())
-        .owns(api::<Service>(&ctx), owned)
-        .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            |cinder, ctx: Arc<Context>| async move {
-                let key = key(&cinder);
-                let started = std::time::Instant::now();
-                let result = reconcile::reconcile(cinder, ctx.clone()).await;
-                ctx.metrics.reconciled(profile::SERVICE, started.elapsed());
-                if result.is_ok() {
-                    ctx.record_success(&key);
-                }
-                result
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
-            }
+    fn status_view(&self) -> StatusView {
+        let Some(s) = self.status.as_ref() else {
+            return StatusView::default();
+        };
+        status::view(Stored {
+            installed_release: &s.installed_release,
+            target_release: &s.target_release,
+            phase: status::phase_name(&s.upgrade_phase),
+            phase_started_at: &s.upgrade_phase_started_at,
+            conditions: &s.conditions,
         })
-        .await;
+    }
+
+    fn current_status(&self) -> Option<&CinderStatus> {
+        self.status.as_ref()
+    }
+
+    fn desired_status(_: &Profile, decided: &DesiredStatus) -> CinderStatus {
+        CinderStatus {
+            installed_release: decided.installed_release.clone(),
+            target_release: decided.target_release.clone(),
+            upgrade_phase: status::phase_of::<CinderUpgradePhase>(&decided.phase),
+            upgrade_phase_started_at: decided.phase_started_at.clone(),
+            rolling_workload: decided.rolling_workload.clone(),
+            conditions: status::conditions(decided),
+            observed_generation: Some(decided.observed_generation),
+        }
+    }
+
+    fn model(&self, name: &str) -> ServiceModel {
+        profile::model(self, name)
+    }
+
+    fn violations(&self) -> Vec<String> {
+        self.spec
+            .volumes
+            .keys()
+            .filter(|name| !is_dns_label(name) || name.len() > 40)
+            .map(|name| format!(
+                "spec.volumes: back-end name {name:?} must be a lowercase DNS label of at most 40 characters"
+            ))
+            .collect()
+    }
 }

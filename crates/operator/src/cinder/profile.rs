@@ -1,13 +1,15 @@
-//! Cinder's profile on the shared phase machine: its commands and its
-//! workloads in roll order (scheduler → every volume back end → backup → api).
+//! Cinder's profile on the shared phase machine and the workloads it runs, in
+//! roll order (scheduler → every volume back end → backup → api).
 
 use ratchet_api::cinder::v1alpha1::Cinder;
-use ratchet_phase_machine::WorkloadId;
 
 pub use ratchet_phase_machine::profiles::cinder::{CONFIG_DIR, SERVICE, profile};
 
+use super::config;
+use crate::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
+
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
-pub const CONFIG_KEY: &str = "cinder.conf";
+pub const CONFIG_FILE: &str = "cinder.conf";
 pub const API_PORT: i32 = 8776;
 
 /// A Cinder workload.
@@ -64,12 +66,55 @@ pub fn roles(cinder: &Cinder) -> Vec<Role> {
     roles
 }
 
-pub fn desired_workloads(cinder: &Cinder, name: &str) -> Vec<WorkloadId> {
-    roles(cinder)
-        .iter()
-        .map(|r| WorkloadId {
-            name: r.workload_name(name),
-            carries_installed_release: r.carries_installed_release(),
-        })
-        .collect()
+fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
+    let spec = &cinder.spec;
+    let (replicas, resources) = match role {
+        Role::Api => (spec.api.replicas_or_default(), spec.api.resources.clone()),
+        Role::Scheduler => (
+            spec.scheduler.replicas_or_default(),
+            spec.scheduler.resources.clone(),
+        ),
+        Role::Backup => (
+            spec.backup.replicas_or_default(),
+            spec.backup.resources.clone(),
+        ),
+        Role::Volume(backend) => {
+            let volume = spec.volumes.get(backend);
+            (
+                volume.and_then(|v| v.replicas).unwrap_or(1),
+                volume.and_then(|v| v.resources.clone()),
+            )
+        }
+    };
+    let env = match role {
+        Role::Volume(backend) => vec![(config::ENV_ENABLED_BACKENDS.to_string(), backend.clone())],
+        _ => Vec::new(),
+    };
+    WorkloadModel {
+        name: role.workload_name(name),
+        component: role.component(),
+        kind: WorkloadKind::Deployment,
+        command: role.command(),
+        replicas,
+        resources,
+        env,
+        api_port: (*role == Role::Api).then_some(API_PORT),
+        carries_installed_release: role.carries_installed_release(),
+    }
+}
+
+pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
+    let namespace = cinder.metadata.namespace.as_deref().unwrap_or_default();
+    ServiceModel {
+        config_dir: CONFIG_DIR,
+        config_file: CONFIG_FILE,
+        config: config::render(namespace, name, &cinder.spec),
+        state_dir: "/var/lib/cinder",
+        secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
+        workloads: roles(cinder)
+            .iter()
+            .map(|role| workload(cinder, name, role))
+            .collect(),
+        rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
+    }
 }

@@ -7,9 +7,13 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::{Api, Client};
 use serde_json::json;
 
-use super::server::CINDER_PATH;
+use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::ironic::v1alpha1::Ironic;
+
+use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
+use crate::service::OpenStackService;
 
 /// How the API server reaches the webhook.
 #[derive(Clone, Debug)]
@@ -37,42 +41,53 @@ pub struct Registration {
 /// serving certificate; re-applying it on every start keeps it correct after
 /// the object is replaced by Helm or GitOps.
 pub async fn register(client: &Client, registration: &Registration, ca_pem: &str) -> Result<()> {
+    let webhooks = vec![
+        webhook::<Cinder>(registration, ca_pem),
+        webhook::<Ironic>(registration, ca_pem),
+    ];
+    let object: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": { "name": registration.name, "labels": { "app.kubernetes.io/managed-by": "ratchet" } },
+        "webhooks": webhooks,
+    }))?;
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    apply(&api, &registration.name, &object).await?;
+    Ok(())
+}
+
+/// One service's entry: its path, its resources, every version.
+fn webhook<S: OpenStackService>(registration: &Registration, ca_pem: &str) -> serde_json::Value {
+    let path = validation_path::<S>();
     let mut client_config = match &registration.endpoint {
-        Endpoint::Url(base) => json!({ "url": format!("{base}{CINDER_PATH}") }),
+        Endpoint::Url(base) => json!({ "url": format!("{base}{path}") }),
         Endpoint::Service {
             namespace,
             name,
             port,
         } => json!({
-            "service": { "namespace": namespace, "name": name, "port": port, "path": CINDER_PATH }
+            "service": { "namespace": namespace, "name": name, "port": port, "path": path }
         }),
     };
     client_config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca_pem));
+    let plural = S::plural(&());
     let mut webhook = json!({
-        "name": "cinders.validate.ratchet.c5c3.io",
+        "name": format!("{plural}.validate.ratchet.c5c3.io"),
         "admissionReviewVersions": ["v1"],
         "sideEffects": "None",
         "failurePolicy": "Fail",
         "timeoutSeconds": 5,
         "clientConfig": client_config,
         "rules": [{
-            "apiGroups": ["cinder.openstack.c5c3.io"],
+            "apiGroups": [S::group(&())],
             "apiVersions": ["*"],
             "operations": ["CREATE", "UPDATE"],
-            "resources": ["cinders"],
+            "resources": [plural],
             "scope": "Namespaced",
         }],
     });
     if let Some(labels) = &registration.namespace_selector {
         webhook["namespaceSelector"] = json!({ "matchLabels": labels });
     }
-    let object: ValidatingWebhookConfiguration = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": { "name": registration.name, "labels": { "app.kubernetes.io/managed-by": "ratchet" } },
-        "webhooks": [webhook],
-    }))?;
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    apply(&api, &registration.name, &object).await?;
-    Ok(())
+    webhook
 }

@@ -11,12 +11,18 @@ use axum_server::tls_rustls::RustlsConfig;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::ironic::v1alpha1::Ironic;
 
-use super::validation::validate_cinder;
+use super::validation::validate;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::service::OpenStackService;
 
-pub const CINDER_PATH: &str = "/validate/cinders";
+/// Where the API server sends a service's admission reviews:
+/// `/validate/<plural>`.
+pub fn validation_path<S: OpenStackService>() -> String {
+    format!("/validate/{}", S::plural(&()))
+}
 
 /// A running webhook server; stops when dropped.
 pub struct WebhookServer {
@@ -50,7 +56,8 @@ pub async fn start(
         .local_addr()
         .map_err(|e| Error::Tls(e.to_string()))?;
     let app = Router::new()
-        .route(CINDER_PATH, post(review_cinder))
+        .route(&validation_path::<Cinder>(), post(review::<Cinder>))
+        .route(&validation_path::<Ironic>(), post(review::<Ironic>))
         .with_state(metrics);
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls)
@@ -65,18 +72,18 @@ pub async fn start(
     Ok(WebhookServer { local_addr, handle })
 }
 
-async fn review_cinder(
+async fn review<S: OpenStackService>(
     State(metrics): State<Arc<Metrics>>,
-    Json(review): Json<AdmissionReview<Cinder>>,
+    Json(review): Json<AdmissionReview<S>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
     let started = std::time::Instant::now();
-    let answer = answer_cinder(review);
-    metrics.admission("cinder", started.elapsed());
+    let answer = answer(review);
+    metrics.admission(S::SERVICE, started.elapsed());
     answer
 }
 
-fn answer_cinder(review: AdmissionReview<Cinder>) -> Json<AdmissionReview<DynamicObject>> {
-    let request: AdmissionRequest<Cinder> = match review.try_into() {
+fn answer<S: OpenStackService>(review: AdmissionReview<S>) -> Json<AdmissionReview<DynamicObject>> {
+    let request: AdmissionRequest<S> = match review.try_into() {
         Ok(request) => request,
         Err(e) => {
             return Json(
@@ -88,11 +95,11 @@ fn answer_cinder(review: AdmissionReview<Cinder>) -> Json<AdmissionReview<Dynami
     let Some(new) = request.object.as_ref() else {
         return Json(response.into_review());
     };
-    let violations = validate_cinder(new, request.old_object.as_ref());
+    let violations = validate(new, request.old_object.as_ref());
     let response = if violations.is_empty() {
         response
     } else {
-        tracing::info!(name = %request.name, namespace = ?request.namespace, violations = ?violations, "admission denied");
+        tracing::info!(kind = S::SERVICE, name = %request.name, namespace = ?request.namespace, violations = ?violations, "admission denied");
         response.deny(violations.join("; "))
     };
     Json(response.into_review())

@@ -1,9 +1,11 @@
 //! What admission refuses, decided without I/O. Each message names the field.
 
-use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_release::{ImageRef, Release};
 
-/// Reasons to refuse a Cinder create or update; empty when it is admitted.
+use crate::service::OpenStackService;
+
+/// Reasons to refuse a create or update of any service resource; empty when
+/// it is admitted.
 ///
 /// - `spec.openStackRelease` must be `YYYY.N` (N 1 or 2): the CRD pattern says
 ///   the same, this catches clusters where the schema was edited.
@@ -11,32 +13,27 @@ use ratchet_release::{ImageRef, Release};
 /// - A release older than `status.installedRelease` is refused (a downgrade),
 ///   whether or not an upgrade is active. Moving back to the installed release
 ///   itself is the abort and is admitted.
-pub fn validate_cinder(new: &Cinder, old: Option<&Cinder>) -> Vec<String> {
+/// - Whatever the service itself refuses ([`OpenStackService::violations`]).
+pub fn validate<S: OpenStackService>(new: &S, old: Option<&S>) -> Vec<String> {
     let mut violations = Vec::new();
-    let release = match Release::parse(&new.spec.open_stack_release) {
+    let spec = new.spec_view();
+    let release = match Release::parse(&spec.release) {
         Ok(r) => Some(r),
         Err(e) => {
             violations.push(format!("spec.openStackRelease: {e}"));
             None
         }
     };
-    let image = &new.spec.image;
     if let Err(e) = ImageRef::new(
-        &image.repository,
-        image.tag.as_deref(),
-        image.digest.as_deref(),
+        &spec.image_repository,
+        spec.image_tag.as_deref(),
+        spec.image_digest.as_deref(),
     ) {
         violations.push(e.to_string());
     }
-    for name in new.spec.volumes.keys() {
-        if !is_dns_label(name) || name.len() > 40 {
-            violations.push(format!(
-                "spec.volumes: back-end name {name:?} must be a lowercase DNS label of at most 40 characters"
-            ));
-        }
-    }
-    if let (Some(release), Some(status)) = (release, old.and_then(|o| o.status.as_ref()))
-        && let Ok(installed) = Release::parse(&status.installed_release)
+    violations.extend(new.violations());
+    if let (Some(release), Some(old)) = (release, old)
+        && let Ok(installed) = Release::parse(&old.status_view().installed_release)
         && release < installed
     {
         violations.push(format!(
@@ -46,7 +43,8 @@ pub fn validate_cinder(new: &Cinder, old: Option<&Cinder>) -> Vec<String> {
     violations
 }
 
-fn is_dns_label(s: &str) -> bool {
+/// A lowercase DNS label (RFC 1123).
+pub fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -57,6 +55,7 @@ fn is_dns_label(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratchet_api::cinder::v1alpha1::Cinder;
     use ratchet_api::cinder::v1alpha1::{CinderStatus, CinderUpgradePhase};
 
     fn cinder(release: &str, image: serde_json::Value) -> Cinder {
@@ -93,14 +92,14 @@ mod tests {
 
     #[test]
     fn admits_a_valid_create_and_a_forward_step() {
-        assert!(validate_cinder(&tagged("2026.1"), None).is_empty());
+        assert!(validate(&tagged("2026.1"), None).is_empty());
         let old = installed("2026.1", CinderUpgradePhase::None);
-        assert!(validate_cinder(&tagged("2026.2"), Some(&old)).is_empty());
+        assert!(validate(&tagged("2026.2"), Some(&old)).is_empty());
     }
 
     #[test]
     fn refuses_bad_release_and_image_naming_the_field() {
-        let v = validate_cinder(&tagged("2025.9"), None);
+        let v = validate(&tagged("2025.9"), None);
         assert!(
             v.iter().any(|m| m.starts_with("spec.openStackRelease")),
             "{v:?}"
@@ -109,7 +108,7 @@ mod tests {
             "2026.1",
             serde_json::json!({ "repository": "cinder", "tag": "2026.1", "digest": format!("sha256:{}", "a".repeat(64)) }),
         );
-        let v = validate_cinder(&both, None);
+        let v = validate(&both, None);
         assert!(
             v.iter()
                 .any(|m| m.contains("exactly one of tag and digest")),
@@ -117,7 +116,7 @@ mod tests {
         );
         let neither = cinder("2026.1", serde_json::json!({ "repository": "cinder" }));
         assert!(
-            validate_cinder(&neither, None)
+            validate(&neither, None)
                 .iter()
                 .any(|m| m.contains("spec.image"))
         );
@@ -126,7 +125,7 @@ mod tests {
     #[test]
     fn refuses_downgrades_but_admits_the_abort() {
         let old = installed("2026.2", CinderUpgradePhase::None);
-        let v = validate_cinder(&tagged("2026.1"), Some(&old));
+        let v = validate(&tagged("2026.1"), Some(&old));
         assert!(
             v.iter()
                 .any(|m| m.contains("older than the installed release 2026.2")),
@@ -134,10 +133,51 @@ mod tests {
         );
         // Reverting to the installed release during an upgrade is the abort.
         let upgrading = installed("2026.1", CinderUpgradePhase::Migrating);
-        assert!(validate_cinder(&tagged("2026.1"), Some(&upgrading)).is_empty());
+        assert!(validate(&tagged("2026.1"), Some(&upgrading)).is_empty());
         // Going below the installed release is refused during an upgrade too.
-        assert!(!validate_cinder(&tagged("2025.2"), Some(&upgrading)).is_empty());
+        assert!(!validate(&tagged("2025.2"), Some(&upgrading)).is_empty());
         // Unknown installed release (fresh object): nothing to compare.
-        assert!(validate_cinder(&tagged("2026.1"), Some(&tagged("2026.2"))).is_empty());
+        assert!(validate(&tagged("2026.1"), Some(&tagged("2026.2"))).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod ironic_tests {
+    use super::*;
+    use ratchet_api::ironic::v1alpha1::{Ironic, IronicStatus};
+
+    fn ironic(release: &str) -> Ironic {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "ironic.openstack.c5c3.io/v1alpha1",
+            "kind": "Ironic",
+            "metadata": { "name": "i", "namespace": "ns" },
+            "spec": {
+                "openStackRelease": release,
+                "image": { "repository": "ironic", "tag": release },
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+            }
+        }))
+        .expect("ironic")
+    }
+
+    #[test]
+    fn the_same_rules_hold_for_ironic() {
+        assert!(validate(&ironic("2026.1"), None).is_empty());
+        assert!(
+            validate(&ironic("2026.3"), None)
+                .iter()
+                .any(|m| m.starts_with("spec.openStackRelease"))
+        );
+        let mut old = ironic("2026.2");
+        old.status = Some(IronicStatus {
+            installed_release: "2026.2".into(),
+            ..Default::default()
+        });
+        assert!(
+            validate(&ironic("2026.1"), Some(&old))
+                .iter()
+                .any(|m| m.contains("older than the installed release 2026.2"))
+        );
     }
 }

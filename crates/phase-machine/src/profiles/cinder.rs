@@ -87,5 +87,6 @@ pub fn profile() -> Profile {
                 abortable: true,
             },
         ],
+        minimum_replicas: None,
     }
 }

@@ -120,5 +120,8 @@ pub fn profile() -> Profile {
                 abortable: false,
             },
         ],
+        // The seed's rolling upgrade needs two APIs and two conductors: one
+        // serves while the other restarts.
+        minimum_replicas: Some(2),
     }
 }

@@ -63,6 +63,7 @@ impl World {
                     .map(|(name, carries)| WorkloadId {
                         name: name.to_string(),
                         carries_installed_release: *carries,
+                        replicas: 1,
                     })
                     .collect(),
                 reported_check_job: None,

@@ -310,6 +310,7 @@ fn identity(pod: &Pod) -> PodIdentity {
                     .collect()
             })
             .unwrap_or_default(),
+        annotations: pod.annotations().clone(),
     }
 }
 

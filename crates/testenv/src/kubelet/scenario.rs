@@ -5,7 +5,7 @@
 //! matching rule wins, so a test can narrow a broad rule. The registry is a
 //! plain synchronised structure, shared by every runtime and thread.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -113,6 +113,8 @@ pub struct PodSelector {
     pub workload: Option<String>,
     pub workload_prefix: Option<String>,
     pub image_contains: Option<String>,
+    /// A pod annotation and its value; `None` as the value: the annotation is absent.
+    pub annotation: Option<(String, Option<String>)>,
 }
 
 impl PodSelector {
@@ -138,6 +140,12 @@ impl PodSelector {
         self
     }
 
+    /// Only pods whose annotation `key` has this value (`None`: is absent).
+    pub fn with_annotation(mut self, key: &str, value: Option<&str>) -> PodSelector {
+        self.annotation = Some((key.into(), value.map(str::to_owned)));
+        self
+    }
+
     pub fn with_workload_prefix(mut self, prefix: &str) -> PodSelector {
         self.workload_prefix = Some(prefix.into());
         self
@@ -156,6 +164,10 @@ impl PodSelector {
                 .image_contains
                 .as_ref()
                 .is_none_or(|f| pod.images.iter().any(|i| i.contains(f.as_str())))
+            && self
+                .annotation
+                .as_ref()
+                .is_none_or(|(key, value)| pod.annotations.get(key) == value.as_ref())
     }
 }
 
@@ -166,6 +178,7 @@ pub struct PodIdentity {
     /// The owning Job, Deployment or StatefulSet; the pod's own name otherwise.
     pub workload: String,
     pub images: Vec<String>,
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// A rule's handle, for removing it.
@@ -250,6 +263,7 @@ mod tests {
             namespace: ns.into(),
             workload: workload.into(),
             images: vec![image.into()],
+            annotations: BTreeMap::new(),
         }
     }
 
@@ -306,6 +320,17 @@ mod tests {
         s.clear_namespace("a");
         assert!(!s.assign(&pod("a", "x", "i")).behaviour.hang);
         assert!(s.assign(&pod("b", "x", "i")).behaviour.hang);
+    }
+
+    #[test]
+    fn annotation_selector_matches_value_or_absence() {
+        let mut pinned = pod("a", "d", "i");
+        pinned.annotations.insert("pin".into(), "2026.1".into());
+        let unpinned = pod("a", "d", "i");
+        let absent = PodSelector::namespace("a").with_annotation("pin", None);
+        let equal = PodSelector::namespace("a").with_annotation("pin", Some("2026.1"));
+        assert!(absent.matches(&unpinned) && !absent.matches(&pinned));
+        assert!(equal.matches(&pinned) && !equal.matches(&unpinned));
     }
 
     #[test]

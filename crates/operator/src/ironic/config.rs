@@ -1,0 +1,62 @@
+//! `ironic.conf`, rendered from the spec. As for every service, the database and
+//! transport URLs come from Secrets through oslo.config's environment variables,
+//! and so does the upgrade pin (`[DEFAULT] pin_release_version`), which is set
+//! per pod rather than here: a pinned and an unpinned pod share this file.
+
+use ratchet_api::ironic::v1alpha1::IronicSpec;
+
+use crate::service::ini::{self, Sections};
+use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL};
+
+pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> String {
+    let mut sections = Sections::new();
+    sections
+        .entry("DEFAULT".into())
+        .or_default()
+        .insert("use_stderr".into(), "true".into());
+    sections
+        .entry("oslo_concurrency".into())
+        .or_default()
+        .insert("lock_path".into(), "/var/lib/ironic/tmp".into());
+    ini::overlay(&mut sections, &spec.extra_config);
+    ini::write(
+        &[
+            format!("Rendered by Ratchet for Ironic {namespace}/{name}; edits are overwritten."),
+            "[database] connection and [DEFAULT] transport_url come from Secrets via".into(),
+            format!("{ENV_DATABASE_CONNECTION} and {ENV_TRANSPORT_URL}; during an upgrade's"),
+            format!(
+                "pinned roll, new pods get [DEFAULT] pin_release_version via {ENV_PIN_RELEASE_VERSION}."
+            ),
+        ],
+        sections,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn renders_extra_config_without_secrets_or_pin() {
+        let mut spec: IronicSpec = serde_json::from_value(serde_json::json!({
+            "openStackRelease": "2026.1",
+            "image": { "repository": "ironic", "tag": "2026.1" },
+            "database": { "secretName": "db", "key": "connection" },
+            "transport": { "secretName": "mq", "key": "url" },
+        }))
+        .expect("spec");
+        spec.extra_config.insert(
+            "conductor".into(),
+            BTreeMap::from([("automated_clean".into(), "false".into())]),
+        );
+        let text = render("ns", "i", &spec);
+        assert!(
+            text.contains("[conductor]\nautomated_clean = false\n"),
+            "{text}"
+        );
+        assert!(!text.contains("connection ="));
+        assert!(!text.contains("pin_release_version ="));
+    }
+}

@@ -1,0 +1,73 @@
+//! The Ironic service on the shared controller: conductors (a StatefulSet, for
+//! stable host names) roll before the API, pinned through
+//! `[DEFAULT] pin_release_version` during an upgrade's first roll.
+
+pub mod config;
+pub mod workloads;
+
+use ratchet_api::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
+use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
+
+pub use ratchet_phase_machine::profiles::ironic::{CONFIG_DIR, SERVICE};
+
+use crate::service::OpenStackService;
+use crate::service::model::ServiceModel;
+use crate::service::status::{self, Stored};
+
+impl OpenStackService for Ironic {
+    type Status = IronicStatus;
+
+    const SERVICE: &'static str = SERVICE;
+    const INSTALLED_RELEASE_ANNOTATION: &'static str = "ironic.c5c3.io/installed-release";
+    const CHECK_REPORTED_ANNOTATION: &'static str = "ironic.c5c3.io/last-upgrade-check-job-uid";
+
+    fn profile() -> Profile {
+        ratchet_phase_machine::profiles::ironic::profile()
+    }
+
+    fn spec_view(&self) -> SpecView {
+        SpecView {
+            generation: self.metadata.generation.unwrap_or_default(),
+            release: self.spec.open_stack_release.clone(),
+            image_repository: self.spec.image.repository.clone(),
+            image_tag: self.spec.image.tag.clone(),
+            image_digest: self.spec.image.digest.clone(),
+        }
+    }
+
+    fn status_view(&self) -> StatusView {
+        let Some(s) = self.status.as_ref() else {
+            return StatusView::default();
+        };
+        status::view(Stored {
+            installed_release: &s.installed_release,
+            target_release: &s.target_release,
+            phase: status::phase_name(&s.upgrade_phase),
+            phase_started_at: &s.upgrade_phase_started_at,
+            conditions: &s.conditions,
+        })
+    }
+
+    fn current_status(&self) -> Option<&IronicStatus> {
+        self.status.as_ref()
+    }
+
+    fn desired_status(profile: &Profile, decided: &DesiredStatus) -> IronicStatus {
+        IronicStatus {
+            installed_release: decided.installed_release.clone(),
+            target_release: decided.target_release.clone(),
+            upgrade_phase: status::phase_of::<IronicUpgradePhase>(&decided.phase),
+            upgrade_phase_started_at: decided.phase_started_at.clone(),
+            pinned_release: profile
+                .pin_during(&decided.phase, &decided.installed_release)
+                .unwrap_or_default(),
+            rolling_workload: decided.rolling_workload.clone(),
+            conditions: status::conditions(decided),
+            observed_generation: Some(decided.observed_generation),
+        }
+    }
+
+    fn model(&self, name: &str) -> ServiceModel {
+        workloads::model(self, name)
+    }
+}

@@ -1,0 +1,146 @@
+//! The controller every OpenStack service shares. A service is a resource type
+//! implementing [`OpenStackService`]: its profile on the phase machine, how its
+//! spec and status read, and the [`ServiceModel`] of what it runs. Observing the
+//! cluster, deciding (the pure machine) and applying the decision happen here,
+//! once for all services.
+
+pub mod ini;
+pub mod model;
+mod observe;
+mod reconcile;
+pub mod render;
+pub mod status;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Resource};
+use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use model::ServiceModel;
+pub use render::Owner;
+
+use crate::context::Context;
+use crate::error::{Error, backoff};
+use crate::labels::{MANAGED_BY, MANAGER};
+
+/// An OpenStack service resource the shared controller drives.
+pub trait OpenStackService:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// How the resource stores its status.
+    type Status: PartialEq + Serialize + Send + Sync;
+
+    /// Lower-case service name: labels, metrics, messages.
+    const SERVICE: &'static str;
+    /// The pod annotation carrying the installed release (the second roll).
+    const INSTALLED_RELEASE_ANNOTATION: &'static str;
+    /// The resource annotation recording the last Job whose upgrade check was
+    /// reported (exactly once per Job).
+    const CHECK_REPORTED_ANNOTATION: &'static str;
+
+    fn profile() -> Profile;
+    fn spec_view(&self) -> SpecView;
+    fn status_view(&self) -> StatusView;
+    fn current_status(&self) -> Option<&Self::Status>;
+    /// The status to store for the machine's decision.
+    fn desired_status(profile: &Profile, decided: &DesiredStatus) -> Self::Status;
+    /// What the resource runs, for the resource named `name`.
+    fn model(&self, name: &str) -> ServiceModel;
+    /// Service-specific reasons admission refuses the resource (the release
+    /// and image rules are shared).
+    fn violations(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+fn api<K>(ctx: &Context) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
+    match &ctx.config.namespace {
+        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+        None => Api::all(ctx.client.clone()),
+    }
+}
+
+fn key<S: OpenStackService>(object: &S) -> String {
+    ObjectRef::from_obj(object).to_string()
+}
+
+fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.failed(S::SERVICE, &error.metric_label());
+    let failures = ctx.record_failure(&key(object.as_ref()));
+    let delay = backoff(failures);
+    tracing::warn!(resource = %key(object.as_ref()), error = %error, failures, retry_in = ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// Runs the controller for service `S` until `shutdown` resolves. Owned Jobs,
+/// workloads, ConfigMaps and Services wake it on every change: no polling.
+pub async fn run<S: OpenStackService>(
+    ctx: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) where
+    S::Status: 'static,
+{
+    let owned = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
+    Controller::new(api::<S>(&ctx), watcher::Config::default())
+        .owns(api::<Job>(&ctx), owned.clone())
+        .owns(api::<Deployment>(&ctx), owned.clone())
+        .owns(api::<StatefulSet>(&ctx), owned.clone())
+        .owns(api::<ConfigMap>(&ctx), owned.clone())
+        .owns(api::<Service>(&ctx), owned)
+        .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            |object, ctx: Arc<Context>| async move {
+                let key = key(object.as_ref());
+                let started = std::time::Instant::now();
+                let result = reconcile::reconcile(object, ctx.clone()).await;
+                ctx.metrics.reconciled(S::SERVICE, started.elapsed());
+                if result.is_ok() {
+                    ctx.record_success(&key);
+                }
+                result
+            },
+            error_policy::<S>,
+            ctx.clone(),
+        )
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}
+
+/// Runs the controller of every service until `shutdown` resolves.
+pub async fn run_all(
+    ctx: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let shutdown = shutdown.shared();
+    tokio::join!(
+        run::<ratchet_api::cinder::v1alpha1::Cinder>(ctx.clone(), shutdown.clone()),
+        run::<ratchet_api::ironic::v1alpha1::Ironic>(ctx, shutdown),
+    );
+}

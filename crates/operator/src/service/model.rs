@@ -1,0 +1,100 @@
+//! What a service asks the cluster for, as data: the configuration file, the
+//! Secrets its processes read, and its workloads in roll order. Each service
+//! builds a [`ServiceModel`] from its resource; rendering and observing are
+//! shared.
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use ratchet_api::common::SecretKeyRef;
+use ratchet_phase_machine::WorkloadId;
+
+/// Environment variables oslo.config maps onto options; they take precedence
+/// over configuration files, so Secrets never appear in a ConfigMap.
+pub const ENV_DATABASE_CONNECTION: &str = "OS_DATABASE__CONNECTION";
+pub const ENV_TRANSPORT_URL: &str = "OS_DEFAULT__TRANSPORT_URL";
+/// `[DEFAULT] pin_release_version`, for services pinned through configuration.
+pub const ENV_PIN_RELEASE_VERSION: &str = "OS_DEFAULT__PIN_RELEASE_VERSION";
+
+/// An environment variable filled from a Secret key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretEnv {
+    pub env: &'static str,
+    pub source: SecretKeyRef,
+}
+
+/// How a workload runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// Interchangeable replicas, surged one at a time.
+    Deployment,
+    /// Stable identities (e.g. conductors registered by host name), replaced
+    /// one at a time, each after the previous one is ready.
+    StatefulSet,
+}
+
+/// One long-running workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadModel {
+    /// Object name.
+    pub name: String,
+    /// `app.kubernetes.io/component` and the container's name.
+    pub component: String,
+    pub kind: WorkloadKind,
+    pub command: Vec<String>,
+    pub replicas: i32,
+    pub resources: Option<ResourceRequirements>,
+    /// Plain environment beyond the Secrets (e.g. a volume back end's name).
+    pub env: Vec<(String, String)>,
+    /// An HTTP API on this port, exposed by the Service named after the resource.
+    pub api_port: Option<i32>,
+    /// Whether its pods carry the installed-release annotation (the second roll).
+    pub carries_installed_release: bool,
+}
+
+/// Everything the shared controller renders for one resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceModel {
+    /// Where the configuration is mounted; commands read it with `--config-dir`.
+    pub config_dir: &'static str,
+    /// The configuration's file name in that directory, and its text.
+    pub config_file: &'static str,
+    pub config: String,
+    /// A writable directory for the service's state (lock files, caches).
+    pub state_dir: &'static str,
+    pub secrets: Vec<SecretEnv>,
+    /// In roll order.
+    pub workloads: Vec<WorkloadModel>,
+    /// Seconds a rollout may make no progress before it counts as stalled.
+    pub rollout_deadline_seconds: i32,
+}
+
+impl ServiceModel {
+    /// The workloads as the phase machine sees them, in roll order.
+    pub fn workload_ids(&self) -> Vec<WorkloadId> {
+        self.workloads
+            .iter()
+            .map(|w| WorkloadId {
+                name: w.name.clone(),
+                carries_installed_release: w.carries_installed_release,
+                replicas: w.replicas,
+            })
+            .collect()
+    }
+
+    pub fn workload(&self, name: &str) -> Option<&WorkloadModel> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+
+    /// The database and message bus URLs, from the resource's Secret references.
+    pub fn standard_secrets(database: &SecretKeyRef, transport: &SecretKeyRef) -> Vec<SecretEnv> {
+        vec![
+            SecretEnv {
+                env: ENV_DATABASE_CONNECTION,
+                source: database.clone(),
+            },
+            SecretEnv {
+                env: ENV_TRANSPORT_URL,
+                source: transport.clone(),
+            },
+        ]
+    }
+}

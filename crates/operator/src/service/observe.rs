@@ -1,0 +1,341 @@
+//! Reads what a resource owns and turns it into the machine's [`Observed`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, Secret};
+use kube::Api;
+use kube::api::ListParams;
+use ratchet_api::common::SecretKeyRef;
+use ratchet_phase_machine::{
+    JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout, Step,
+};
+
+use super::OpenStackService;
+use super::model::{ServiceModel, WorkloadKind};
+use super::render::{Owner, PIN_ANNOTATION};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::labels::{COMPONENT, POD_SPEC_HASH, instance_selector};
+
+/// A workload as read, of either kind.
+pub enum LiveWorkload {
+    Deployment(Deployment),
+    StatefulSet(StatefulSet),
+}
+
+impl LiveWorkload {
+    pub fn kind(&self) -> WorkloadKind {
+        match self {
+            LiveWorkload::Deployment(_) => WorkloadKind::Deployment,
+            LiveWorkload::StatefulSet(_) => WorkloadKind::StatefulSet,
+        }
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&String> {
+        let meta = match self {
+            LiveWorkload::Deployment(d) => &d.metadata,
+            LiveWorkload::StatefulSet(s) => &s.metadata,
+        };
+        meta.annotations.as_ref()?.get(key)
+    }
+}
+
+/// The children as read, kept for the apply step (to skip unchanged objects).
+pub struct Children {
+    pub jobs: BTreeMap<String, Job>,
+    pub workloads: BTreeMap<String, LiveWorkload>,
+}
+
+pub async fn observe<S: OpenStackService>(
+    ctx: &Context,
+    profile: &Profile,
+    object: &S,
+    owner: &Owner,
+    model: &ServiceModel,
+    config_hash: String,
+) -> Result<(Observed, Children)> {
+    let selector = ListParams::default().labels(&instance_selector(S::SERVICE, &owner.name));
+    let jobs_api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let deployments_api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let stateful_sets_api: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let has_stateful_sets = model
+        .workloads
+        .iter()
+        .any(|w| w.kind == WorkloadKind::StatefulSet);
+    let secret_refs: Vec<&SecretKeyRef> = model.secrets.iter().map(|s| &s.source).collect();
+    // Independent reads, in parallel: a reconcile's latency is its round trips.
+    let (jobs, deployments, stateful_sets, missing_secrets) = tokio::try_join!(
+        async { Ok::<_, Error>(jobs_api.list(&selector).await?) },
+        async { Ok(deployments_api.list(&selector).await?) },
+        async {
+            if has_stateful_sets {
+                Ok(stateful_sets_api.list(&selector).await?.items)
+            } else {
+                Ok(Vec::new())
+            }
+        },
+        missing_secrets(ctx, &owner.namespace, secret_refs),
+    )?;
+
+    let jobs: BTreeMap<String, Job> = jobs
+        .items
+        .into_iter()
+        .filter(|j| j.metadata.deletion_timestamp.is_none())
+        .filter_map(|j| {
+            let suffix = j.metadata.labels.as_ref()?.get(COMPONENT)?.clone();
+            Some((suffix, j))
+        })
+        .collect();
+    let workloads: BTreeMap<String, LiveWorkload> = deployments
+        .items
+        .into_iter()
+        .filter_map(|d| Some((d.metadata.name.clone()?, LiveWorkload::Deployment(d))))
+        .chain(
+            stateful_sets
+                .into_iter()
+                .filter_map(|s| Some((s.metadata.name.clone()?, LiveWorkload::StatefulSet(s)))),
+        )
+        .collect();
+
+    let reported_check_job = object
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(S::CHECK_REPORTED_ANNOTATION).cloned());
+    let mut observed_jobs = BTreeMap::new();
+    for (suffix, job) in &jobs {
+        let mut observed = observed_job(job);
+        if needs_pod_details(profile, suffix, &observed, reported_check_job.as_deref()) {
+            let (exit_code, message) =
+                last_pod_termination(ctx, &owner.namespace, &observed.name).await?;
+            observed.exit_code = exit_code;
+            observed.termination_message = message;
+        }
+        observed_jobs.insert(suffix.clone(), observed);
+    }
+    let observed = Observed {
+        spec: object.spec_view(),
+        status: object.status_view(),
+        config_hash,
+        missing_secrets,
+        jobs: observed_jobs,
+        workloads: workloads
+            .iter()
+            .map(|(name, w)| (name.clone(), observed_workload::<S>(name, w)))
+            .collect(),
+        desired_workloads: model.workload_ids(),
+        reported_check_job,
+        now: k8s_openapi::jiff::Timestamp::now().to_string(),
+    };
+    Ok((observed, Children { jobs, workloads }))
+}
+
+fn observed_job(job: &Job) -> ObservedJob {
+    let condition = |kind: &str| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == kind && c.status == "True"))
+    };
+    // SuccessCriteriaMet and FailureTarget are the Job controller's verdicts; it
+    // adds Complete or Failed only once the last pod is gone. Reacting to the
+    // verdict saves a round of status updates.
+    let outcome = if condition("Complete")
+        .or_else(|| condition("SuccessCriteriaMet"))
+        .is_some()
+    {
+        JobOutcome::Succeeded
+    } else if let Some(failed) = condition("Failed").or_else(|| condition("FailureTarget")) {
+        JobOutcome::Failed {
+            message: [failed.reason.as_deref(), failed.message.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": "),
+        }
+    } else {
+        JobOutcome::Running
+    };
+    ObservedJob {
+        name: job.metadata.name.clone().unwrap_or_default(),
+        uid: job.metadata.uid.clone().unwrap_or_default(),
+        spec_hash: job
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(POD_SPEC_HASH).cloned())
+            .unwrap_or_default(),
+        outcome,
+        exit_code: None,
+        termination_message: None,
+    }
+}
+
+/// Pods are read only when the machine needs what they say: the upgrade-check
+/// exit code of a finished, unreported reporting Job, or the exit code of a
+/// failed Job whose phase maps exit codes to reasons.
+fn needs_pod_details(
+    profile: &Profile,
+    suffix: &str,
+    job: &ObservedJob,
+    reported: Option<&str>,
+) -> bool {
+    let template = std::iter::once(&profile.db_sync)
+        .chain(profile.phases.iter().filter_map(|p| match &p.step {
+            Step::Job(t) => Some(t),
+            Step::Roll { .. } => None,
+        }))
+        .find(|t| t.suffix == suffix);
+    template.is_some_and(|t| {
+        let unreported_check = t.reports_check
+            && job.outcome == JobOutcome::Succeeded
+            && reported != Some(job.uid.as_str());
+        let failed_with_reasons =
+            !t.exit_reasons.is_empty() && matches!(job.outcome, JobOutcome::Failed { .. });
+        unreported_check || failed_with_reasons
+    })
+}
+
+/// Exit code and termination message of the Job's most recently finished pod.
+async fn last_pod_termination(
+    ctx: &Context,
+    namespace: &str,
+    job: &str,
+) -> Result<(Option<i32>, Option<String>)> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await?;
+    let latest = list
+        .items
+        .iter()
+        .filter_map(|p| {
+            let terminated = p
+                .status
+                .as_ref()?
+                .container_statuses
+                .as_ref()?
+                .first()?
+                .state
+                .as_ref()?
+                .terminated
+                .clone()?;
+            Some((terminated.finished_at.as_ref().map(|t| t.0), terminated))
+        })
+        .max_by_key(|(finished, _)| *finished);
+    Ok(match latest {
+        Some((_, t)) => (Some(t.exit_code), t.message),
+        None => (None, None),
+    })
+}
+
+fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> ObservedWorkload {
+    let (template, rollout, stalled) = match live {
+        LiveWorkload::Deployment(d) => deployment_rollout(d),
+        LiveWorkload::StatefulSet(s) => stateful_set_rollout(s),
+    };
+    let image = template
+        .and_then(|t| t.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let annotation = |key: &str| {
+        template
+            .and_then(|t| t.metadata.as_ref())
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(key).cloned())
+    };
+    ObservedWorkload {
+        name: name.to_string(),
+        image,
+        installed_release: annotation(S::INSTALLED_RELEASE_ANNOTATION),
+        pin: annotation(PIN_ANNOTATION),
+        stalled,
+        rollout,
+    }
+}
+
+fn deployment_rollout(d: &Deployment) -> (Option<&PodTemplateSpec>, Rollout, bool) {
+    let spec = d.spec.as_ref();
+    let status = d.status.as_ref();
+    let stalled = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_ == "Progressing"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+            })
+        });
+    let rollout = Rollout {
+        generation: d.metadata.generation.unwrap_or_default(),
+        observed_generation: status
+            .and_then(|s| s.observed_generation)
+            .unwrap_or_default(),
+        desired: spec.and_then(|s| s.replicas).unwrap_or(1),
+        total: status.and_then(|s| s.replicas).unwrap_or_default(),
+        updated: status.and_then(|s| s.updated_replicas).unwrap_or_default(),
+        ready: status.and_then(|s| s.ready_replicas).unwrap_or_default(),
+        available: status
+            .and_then(|s| s.available_replicas)
+            .unwrap_or_default(),
+    };
+    (spec.map(|s| &s.template), rollout, stalled)
+}
+
+/// A StatefulSet has no progress deadline; its rollout is complete when every
+/// pod runs the update revision and is ready and available.
+fn stateful_set_rollout(s: &StatefulSet) -> (Option<&PodTemplateSpec>, Rollout, bool) {
+    let spec = s.spec.as_ref();
+    let status = s.status.as_ref();
+    let desired = spec.and_then(|s| s.replicas).unwrap_or(1);
+    let revision_current = status.is_some_and(|st| {
+        st.update_revision.is_none() || st.current_revision == st.update_revision
+    });
+    let updated = status.and_then(|s| s.updated_replicas).unwrap_or_default();
+    let rollout = Rollout {
+        generation: s.metadata.generation.unwrap_or_default(),
+        observed_generation: status
+            .and_then(|s| s.observed_generation)
+            .unwrap_or_default(),
+        desired,
+        total: status.map(|s| s.replicas).unwrap_or_default(),
+        // Until the controller marks the update revision current, the last pod
+        // is still being replaced.
+        updated: if revision_current {
+            updated
+        } else {
+            updated.min(desired - 1)
+        },
+        ready: status.and_then(|s| s.ready_replicas).unwrap_or_default(),
+        available: status
+            .and_then(|s| s.available_replicas)
+            .unwrap_or_default(),
+    };
+    (spec.map(|s| &s.template), rollout, false)
+}
+
+/// References whose Secret or key does not exist. Values are never read into logs.
+async fn missing_secrets(
+    ctx: &Context,
+    namespace: &str,
+    refs: Vec<&SecretKeyRef>,
+) -> Result<Vec<String>> {
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let checks = refs.into_iter().map(|r| {
+        let api = api.clone();
+        async move {
+            let present = api.get_opt(&r.secret_name).await?.is_some_and(|s| {
+                s.data.as_ref().is_some_and(|d| d.contains_key(&r.key))
+                    || s.string_data
+                        .as_ref()
+                        .is_some_and(|d| d.contains_key(&r.key))
+            });
+            Ok::<_, Error>((!present).then(|| format!("Secret {} key {}", r.secret_name, r.key)))
+        }
+    });
+    let results = futures::future::try_join_all(checks).await?;
+    Ok(results.into_iter().flatten().collect())
+}

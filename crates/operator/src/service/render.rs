@@ -1,0 +1,324 @@
+//! The Kubernetes objects a service resource owns, built without I/O from its
+//! [`ServiceModel`] and the machine's decision.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+use ratchet_phase_machine::hash::content_hash;
+use serde_json::{Value, json};
+
+use super::model::{ENV_PIN_RELEASE_VERSION, ServiceModel, WorkloadKind, WorkloadModel};
+use crate::error::{Error, Result};
+use crate::labels;
+
+/// The pod annotation naming the RPC/object version pin its pods run with
+/// (services pinned through configuration; Cinder pins itself and never sets it).
+pub const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
+
+/// Identity of the owning resource, for names, labels and owner references.
+pub struct Owner {
+    pub service: &'static str,
+    pub name: String,
+    pub namespace: String,
+    pub reference: OwnerReference,
+}
+
+impl Owner {
+    pub fn of<K: Resource<DynamicType = ()>>(service: &'static str, object: &K) -> Result<Owner> {
+        let meta = object.meta();
+        Ok(Owner {
+            service,
+            name: meta
+                .name
+                .clone()
+                .ok_or(Error::MissingField("metadata.name"))?,
+            namespace: meta
+                .namespace
+                .clone()
+                .ok_or(Error::MissingField("metadata.namespace"))?,
+            reference: object
+                .controller_owner_ref(&())
+                .ok_or(Error::MissingField("metadata.uid"))?,
+        })
+    }
+
+    fn labels(&self, component: &str) -> BTreeMap<String, String> {
+        labels::component(self.service, &self.name, component)
+    }
+
+    fn metadata(
+        &self,
+        name: &str,
+        component: &str,
+        annotations: BTreeMap<String, String>,
+    ) -> Value {
+        json!({
+            "name": name,
+            "namespace": self.namespace,
+            "labels": self.labels(component),
+            "annotations": annotations,
+            "ownerReferences": [self.reference],
+        })
+    }
+
+    pub fn config_map_name(&self) -> String {
+        format!("{}-config", self.name)
+    }
+
+    pub fn job_name(&self, suffix: &str) -> String {
+        format!("{}-{suffix}", self.name)
+    }
+}
+
+pub fn config_map(owner: &Owner, model: &ServiceModel) -> Result<ConfigMap> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": owner.metadata(&owner.config_map_name(), "config", BTreeMap::new()),
+        "data": { model.config_file: model.config },
+    }))?)
+}
+
+/// Restricted pod security: non-root, no privilege escalation, no capabilities,
+/// the runtime's default seccomp profile.
+fn restricted_container_security() -> Value {
+    json!({
+        "runAsNonRoot": true,
+        "allowPrivilegeEscalation": false,
+        "capabilities": { "drop": ["ALL"] },
+        "seccompProfile": { "type": "RuntimeDefault" },
+    })
+}
+
+fn secret_env(model: &ServiceModel) -> Vec<Value> {
+    model
+        .secrets
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.env,
+                "valueFrom": { "secretKeyRef": { "name": s.source.secret_name, "key": s.source.key } },
+            })
+        })
+        .collect()
+}
+
+fn pod_spec(owner: &Owner, container: Value, restart_policy: &str) -> Value {
+    json!({
+        "restartPolicy": restart_policy,
+        "enableServiceLinks": false,
+        "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+        "containers": [container],
+        "volumes": [
+            { "name": "config", "configMap": { "name": owner.config_map_name() } },
+            { "name": "state", "emptyDir": {} },
+        ],
+        "automountServiceAccountToken": false,
+    })
+}
+
+fn mounts(model: &ServiceModel) -> Value {
+    json!([
+        { "name": "config", "mountPath": model.config_dir, "readOnly": true },
+        { "name": "state", "mountPath": model.state_dir },
+    ])
+}
+
+/// What the machine asked a Job to be.
+pub struct JobSpec<'a> {
+    pub suffix: &'a str,
+    pub image: &'a str,
+    pub command: &'a [String],
+    pub spec_hash: &'a str,
+    pub backoff_limit: i32,
+    pub fail_fast_exit_codes: &'a [i32],
+}
+
+/// A phase or sync Job: runs `command` on `image` against the rendered config.
+pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
+    let JobSpec {
+        suffix,
+        image,
+        command,
+        spec_hash,
+        ..
+    } = *spec;
+    let container = json!({
+        "name": suffix,
+        "image": image,
+        "command": command,
+        "env": secret_env(model),
+        "volumeMounts": mounts(model),
+        "securityContext": restricted_container_security(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    });
+    let annotations = BTreeMap::from([(labels::POD_SPEC_HASH.to_string(), spec_hash.to_string())]);
+    let mut job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": owner.metadata(&owner.job_name(suffix), suffix, annotations),
+        "spec": {
+            "backoffLimit": spec.backoff_limit,
+            "template": {
+                "metadata": { "labels": owner.labels(suffix) },
+                "spec": pod_spec(owner, container, "Never"),
+            }
+        }
+    });
+    if !spec.fail_fast_exit_codes.is_empty() {
+        job["spec"]["podFailurePolicy"] = json!({
+            "rules": [{
+                "action": "FailJob",
+                "onExitCodes": { "containerName": suffix, "operator": "In", "values": spec.fail_fast_exit_codes },
+            }]
+        });
+    }
+    Ok(serde_json::from_value(job)?)
+}
+
+/// What the machine asked a workload's pods to run.
+pub struct PodParams<'a> {
+    pub image: &'a str,
+    pub installed_release: &'a str,
+    /// `[DEFAULT] pin_release_version` for the new pods, if pinned.
+    pub pin: Option<&'a str>,
+    pub config_hash: &'a str,
+    /// The resource's annotation key for the installed release (second roll).
+    pub installed_release_annotation: &'a str,
+}
+
+/// A long-running workload, as a Deployment or a StatefulSet. The template
+/// hash annotation lets the controller skip applying an unchanged object.
+pub fn workload(
+    owner: &Owner,
+    model: &ServiceModel,
+    workload: &WorkloadModel,
+    params: &PodParams,
+) -> Result<Value> {
+    let mut env = secret_env(model);
+    env.extend(
+        workload
+            .env
+            .iter()
+            .map(|(name, value)| json!({ "name": name, "value": value })),
+    );
+    let mut pod_annotations = BTreeMap::from([(
+        labels::CONFIG_HASH.to_string(),
+        params.config_hash.to_string(),
+    )]);
+    if let Some(pin) = params.pin {
+        // oslo.config reads OS_<SECTION>__<OPTION> as that option: this is
+        // `[DEFAULT] pin_release_version`, fixed in the pod for its lifetime.
+        env.push(json!({ "name": ENV_PIN_RELEASE_VERSION, "value": pin }));
+        pod_annotations.insert(PIN_ANNOTATION.to_string(), pin.to_string());
+    }
+    if workload.carries_installed_release {
+        pod_annotations.insert(
+            params.installed_release_annotation.to_string(),
+            params.installed_release.to_string(),
+        );
+    }
+    let mut container = json!({
+        "name": workload.component,
+        "image": params.image,
+        "command": workload.command,
+        "env": env,
+        "volumeMounts": mounts(model),
+        "securityContext": restricted_container_security(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    });
+    if let Some(resources) = &workload.resources {
+        container["resources"] = serde_json::to_value(resources)?;
+    }
+    if workload.api_port.is_some() {
+        container["ports"] = json!([{ "name": "api", "containerPort": workload.api_port }]);
+        container["readinessProbe"] = json!({
+            "httpGet": { "path": "/", "port": "api" },
+            "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 3,
+        });
+        container["livenessProbe"] = json!({
+            "tcpSocket": { "port": "api" },
+            "initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 6,
+        });
+    }
+    let selector = owner.labels(&workload.component);
+    let template = json!({
+        "metadata": { "labels": selector, "annotations": pod_annotations },
+        "spec": pod_spec(owner, container, "Always"),
+    });
+    let template_hash = content_hash(serde_json::to_string(&template)?.as_bytes());
+    let annotations = BTreeMap::from([(
+        labels::TEMPLATE_HASH.to_string(),
+        format!("{template_hash}-{}", workload.replicas),
+    )]);
+    let metadata = owner.metadata(&workload.name, &workload.component, annotations);
+    Ok(match workload.kind {
+        WorkloadKind::Deployment => json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": metadata,
+            "spec": {
+                "replicas": workload.replicas,
+                "selector": { "matchLabels": selector },
+                "progressDeadlineSeconds": model.rollout_deadline_seconds,
+                // Zero downtime: a new pod must be ready before an old one goes.
+                "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } },
+                "template": template,
+            }
+        }),
+        WorkloadKind::StatefulSet => json!({
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": metadata,
+            "spec": {
+                "replicas": workload.replicas,
+                "serviceName": workload.name,
+                "selector": { "matchLabels": selector },
+                // Replaced one pod at a time, highest ordinal first, each only
+                // after the previous one is ready again.
+                "podManagementPolicy": "OrderedReady",
+                "updateStrategy": { "type": "RollingUpdate", "rollingUpdate": { "partition": 0 } },
+                "template": template,
+            }
+        }),
+    })
+}
+
+pub fn deployment(value: Value) -> Result<Deployment> {
+    Ok(serde_json::from_value(value)?)
+}
+
+pub fn stateful_set(value: Value) -> Result<StatefulSet> {
+    Ok(serde_json::from_value(value)?)
+}
+
+/// The API's Service, named after the resource.
+pub fn api_service(owner: &Owner, workload: &WorkloadModel, port: i32) -> Result<Service> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": owner.metadata(&owner.name, &workload.component, BTreeMap::new()),
+        "spec": {
+            "selector": owner.labels(&workload.component),
+            "ports": [{ "name": "api", "port": port, "targetPort": "api" }],
+        }
+    }))?)
+}
+
+/// The headless Service that gives a StatefulSet's pods stable DNS names.
+pub fn headless_service(owner: &Owner, workload: &WorkloadModel) -> Result<Service> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": owner.metadata(&workload.name, &workload.component, BTreeMap::new()),
+        "spec": {
+            "clusterIP": "None",
+            "selector": owner.labels(&workload.component),
+            "publishNotReadyAddresses": true,
+        }
+    }))?)
+}

@@ -1,0 +1,70 @@
+//! Between the machine's status view and what a resource stores: every service
+//! stores the same fields (installed and target release, phase, conditions), so
+//! these conversions are shared.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use ratchet_phase_machine::{ConditionState, DesiredStatus, StatusView};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A phase enum's stored name (`""` for none).
+pub fn phase_name<P: Serialize>(phase: &P) -> String {
+    serde_json::to_value(phase)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The phase enum value for a name the profile produced (`Default` for none).
+pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
+    serde_json::from_value(serde_json::Value::String(name.to_string())).unwrap_or_default()
+}
+
+/// The stored fields every service shares.
+pub struct Stored<'a> {
+    pub installed_release: &'a str,
+    pub target_release: &'a str,
+    pub phase: String,
+    pub phase_started_at: &'a str,
+    pub conditions: &'a [Condition],
+}
+
+pub fn view(stored: Stored) -> StatusView {
+    StatusView {
+        installed_release: stored.installed_release.to_string(),
+        target_release: stored.target_release.to_string(),
+        phase: stored.phase,
+        phase_started_at: stored.phase_started_at.to_string(),
+        conditions: stored
+            .conditions
+            .iter()
+            .map(|c| ConditionState {
+                kind: c.type_.clone(),
+                status: c.status == "True",
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+                last_transition_time: c.last_transition_time.0.to_string(),
+                observed_generation: c.observed_generation,
+            })
+            .collect(),
+    }
+}
+
+pub fn conditions(decided: &DesiredStatus) -> Vec<Condition> {
+    decided
+        .conditions
+        .iter()
+        .map(|c| Condition {
+            type_: c.kind.clone(),
+            status: if c.status { "True" } else { "False" }.into(),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+            last_transition_time: Time(
+                c.last_transition_time
+                    .parse()
+                    .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now()),
+            ),
+            observed_generation: c.observed_generation,
+        })
+        .collect()
+}
