@@ -4,6 +4,7 @@
 //! cluster, deciding (the pure machine) and applying the decision happen here,
 //! once for all services.
 
+mod caches;
 pub mod ini;
 pub mod model;
 mod observe;
@@ -17,9 +18,6 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -31,9 +29,10 @@ use serde::de::DeserializeOwned;
 pub use model::ServiceModel;
 pub use render::Owner;
 
+use caches::Caches;
+
 use crate::context::Context;
 use crate::error::{Error, backoff};
-use crate::labels::{MANAGED_BY, MANAGER};
 
 /// An OpenStack service resource the shared controller drives.
 pub trait OpenStackService:
@@ -95,32 +94,37 @@ fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Con
 }
 
 /// Runs the controller for service `S` until `shutdown` resolves. Owned Jobs,
-/// workloads, ConfigMaps and Services wake it on every change: no polling.
+/// workloads, ConfigMaps and Services wake it on every change (no polling), and
+/// the same watches keep the caches a pass reads its children from.
 pub async fn run<S: OpenStackService>(
     ctx: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) where
     S::Status: 'static,
 {
-    let owned = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
+    let (caches, triggers) = Caches::start(&ctx);
+    let pass = Arc::new(reconcile::Pass::<S>::new(caches));
     Controller::new(api::<S>(&ctx), watcher::Config::default())
-        .owns(api::<Job>(&ctx), owned.clone())
-        .owns(api::<Deployment>(&ctx), owned.clone())
-        .owns(api::<StatefulSet>(&ctx), owned.clone())
-        .owns(api::<ConfigMap>(&ctx), owned.clone())
-        .owns(api::<Service>(&ctx), owned)
+        .owns_stream(triggers.jobs)
+        .owns_stream(triggers.deployments)
+        .owns_stream(triggers.stateful_sets)
+        .owns_stream(triggers.config_maps)
+        .owns_stream(triggers.services)
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            |object, ctx: Arc<Context>| async move {
-                let key = key(object.as_ref());
-                let started = std::time::Instant::now();
-                let result = reconcile::reconcile(object, ctx.clone()).await;
-                ctx.metrics.reconciled(S::SERVICE, started.elapsed());
-                if result.is_ok() {
-                    ctx.record_success(&key);
+            move |object, ctx: Arc<Context>| {
+                let pass = pass.clone();
+                async move {
+                    let key = key(object.as_ref());
+                    let started = std::time::Instant::now();
+                    let result = pass.run(object, ctx.clone()).await;
+                    ctx.metrics.reconciled(S::SERVICE, started.elapsed());
+                    if result.is_ok() {
+                        ctx.record_success(&key);
+                    }
+                    result
                 }
-                result
             },
             error_policy::<S>,
             ctx.clone(),

@@ -1,6 +1,7 @@
 //! Reads what a resource owns and turns it into the machine's [`Observed`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -13,16 +14,17 @@ use ratchet_phase_machine::{
 };
 
 use super::OpenStackService;
+use super::caches::{Caches, owned_by};
 use super::model::{ServiceModel, WorkloadKind};
 use super::render::{Owner, PIN_ANNOTATION};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::labels::{COMPONENT, POD_SPEC_HASH, instance_selector};
+use crate::labels::{COMPONENT, POD_SPEC_HASH};
 
 /// A workload as read, of either kind.
 pub enum LiveWorkload {
-    Deployment(Deployment),
-    StatefulSet(StatefulSet),
+    Deployment(Arc<Deployment>),
+    StatefulSet(Arc<StatefulSet>),
 }
 
 impl LiveWorkload {
@@ -44,43 +46,24 @@ impl LiveWorkload {
 
 /// The children as read, kept for the apply step (to skip unchanged objects).
 pub struct Children {
-    pub jobs: BTreeMap<String, Job>,
+    pub jobs: BTreeMap<String, Arc<Job>>,
     pub workloads: BTreeMap<String, LiveWorkload>,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub async fn observe<S: OpenStackService>(
     ctx: &Context,
+    caches: &Caches,
     profile: &Profile,
     object: &S,
     owner: &Owner,
     model: &ServiceModel,
     config_hash: String,
 ) -> Result<(Observed, Children)> {
-    let selector = ListParams::default().labels(&instance_selector(S::SERVICE, &owner.name));
-    let jobs_api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let deployments_api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let stateful_sets_api: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let has_stateful_sets = model
-        .workloads
-        .iter()
-        .any(|w| w.kind == WorkloadKind::StatefulSet);
     let secret_refs: Vec<&SecretKeyRef> = model.secrets.iter().map(|s| &s.source).collect();
-    // Independent reads, in parallel: a reconcile's latency is its round trips.
-    let (jobs, deployments, stateful_sets, missing_secrets) = tokio::try_join!(
-        async { Ok::<_, Error>(jobs_api.list(&selector).await?) },
-        async { Ok(deployments_api.list(&selector).await?) },
-        async {
-            if has_stateful_sets {
-                Ok(stateful_sets_api.list(&selector).await?.items)
-            } else {
-                Ok(Vec::new())
-            }
-        },
-        missing_secrets(ctx, &owner.namespace, secret_refs),
-    )?;
-
-    let jobs: BTreeMap<String, Job> = jobs
-        .items
+    let missing_secrets = missing_secrets(ctx, &owner.namespace, secret_refs).await?;
+    let (service, namespace, name) = (S::SERVICE, owner.namespace.as_str(), owner.name.as_str());
+    let jobs: BTreeMap<String, Arc<Job>> = owned_by(&caches.jobs, service, namespace, name)
         .into_iter()
         .filter(|j| j.metadata.deletion_timestamp.is_none())
         .filter_map(|j| {
@@ -88,16 +71,16 @@ pub async fn observe<S: OpenStackService>(
             Some((suffix, j))
         })
         .collect();
-    let workloads: BTreeMap<String, LiveWorkload> = deployments
-        .items
-        .into_iter()
-        .filter_map(|d| Some((d.metadata.name.clone()?, LiveWorkload::Deployment(d))))
-        .chain(
-            stateful_sets
-                .into_iter()
-                .filter_map(|s| Some((s.metadata.name.clone()?, LiveWorkload::StatefulSet(s)))),
-        )
-        .collect();
+    let workloads: BTreeMap<String, LiveWorkload> =
+        owned_by(&caches.deployments, service, namespace, name)
+            .into_iter()
+            .filter_map(|d| Some((d.metadata.name.clone()?, LiveWorkload::Deployment(d))))
+            .chain(
+                owned_by(&caches.stateful_sets, service, namespace, name)
+                    .into_iter()
+                    .filter_map(|s| Some((s.metadata.name.clone()?, LiveWorkload::StatefulSet(s)))),
+            )
+            .collect();
 
     let reported_check_job = object
         .meta()

@@ -1,13 +1,15 @@
 //! One reconcile pass: render → observe → decide (pure) → apply.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service};
-use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource};
 use ratchet_phase_machine::hash::content_hash;
 use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{
@@ -15,6 +17,7 @@ use ratchet_phase_machine::{
 };
 
 use super::OpenStackService;
+use super::caches::{Caches, named};
 use super::model::{ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
 use super::render::{self, Owner, PodParams};
@@ -24,43 +27,207 @@ use crate::error::{Error, Result};
 use crate::events;
 use crate::labels::TEMPLATE_HASH;
 
-pub async fn reconcile<S: OpenStackService>(object: Arc<S>, ctx: Arc<Context>) -> Result<Action> {
-    let owner = Owner::of(S::SERVICE, object.as_ref())?;
-    let model = object.model(&owner.name);
-    let config_hash = content_hash(model.config.as_bytes());
-    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let config_map = render::config_map(&owner, &model)?;
-    let config_map_name = owner.config_map_name();
-    let profile = S::profile();
-    // The ConfigMap is applied while the children are read: both finish before
-    // any Job or workload that mounts it is created.
-    let (_, (observed, children)) = tokio::try_join!(
-        apply(&config_maps, &config_map_name, &config_map),
-        observe(
-            &ctx,
-            &profile,
-            object.as_ref(),
-            &owner,
-            &model,
-            config_hash.clone()
-        ),
-    )?;
-    let decision = decide(&profile, &observed);
-    record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
-    tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
+/// The controller's pass for service `S`: its caches, and the last version of
+/// each resource it wrote itself.
+pub struct Pass<S> {
+    caches: Caches,
+    /// Per resource, the object as Ratchet last wrote it (status or annotation).
+    /// The controller's own cache can lag behind its writes; a pass never
+    /// decides on a resource older than its own last write (which would repeat
+    /// a transition and its events).
+    written: Mutex<HashMap<String, Arc<S>>>,
+}
 
-    execute_jobs(&ctx, &owner, &model, &children, &decision).await?;
-    execute_workloads::<S>(&ctx, &owner, &model, &children, &decision, &config_hash).await?;
-    write_status(&ctx, object.as_ref(), &owner, &decision).await?;
-    let reference = object.object_ref(&());
-    events::publish(&ctx, &reference, &decision.events).await;
-    if let Some(report) = &decision.check_report {
-        report_check::<S>(&ctx, &owner, &reference, report).await?;
+impl<S: OpenStackService> Pass<S> {
+    pub fn new(caches: Caches) -> Pass<S> {
+        Pass {
+            caches,
+            written: Mutex::new(HashMap::new()),
+        }
     }
 
-    match decision.outcome {
-        Outcome::Settled | Outcome::Waiting => Ok(Action::await_change()),
-        Outcome::Failed { reason, message } => Err(Error::Blocked { reason, message }),
+    /// The newer of the cached object and the one last written.
+    fn freshest(&self, cached: Arc<S>) -> Arc<S> {
+        let key = ObjectRef::from_obj(cached.as_ref()).to_string();
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        match written.get(&key) {
+            Some(ours) if newer(ours.as_ref(), cached.as_ref()) => ours.clone(),
+            Some(_) => {
+                written.remove(&key);
+                cached
+            }
+            None => cached,
+        }
+    }
+
+    fn remember(&self, object: S) {
+        let key = ObjectRef::from_obj(&object).to_string();
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, Arc::new(object));
+    }
+
+    pub async fn run(&self, cached: Arc<S>, ctx: Arc<Context>) -> Result<Action> {
+        self.caches.ready().await;
+        let object = self.freshest(cached);
+        let owner = Owner::of(S::SERVICE, object.as_ref())?;
+        let model = object.model(&owner.name);
+        let config_hash = content_hash(model.config.as_bytes());
+        let config_map = render::config_map(&owner, &model)?;
+        let profile = S::profile();
+        // The ConfigMap is applied (when it changed) while the Secrets are
+        // checked: both finish before any Job or workload that mounts it is created.
+        let (_, (observed, children)) = tokio::try_join!(
+            self.apply_config_map(&ctx, &owner, &config_map),
+            observe(
+                &ctx,
+                &self.caches,
+                &profile,
+                object.as_ref(),
+                &owner,
+                &model,
+                config_hash.clone()
+            ),
+        )?;
+        let decision = decide(&profile, &observed);
+        record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
+        tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
+
+        execute_jobs(&ctx, &owner, &model, &children, &decision).await?;
+        self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash)
+            .await?;
+        if let Some(written) = write_status(&ctx, object.as_ref(), &owner, &decision).await? {
+            self.remember(written);
+        }
+        let reference = object.object_ref(&());
+        events::publish(&ctx, &reference, &decision.events).await;
+        if let Some(report) = &decision.check_report {
+            let annotated = report_check::<S>(&ctx, &owner, &reference, report).await?;
+            self.remember(annotated);
+        }
+
+        match decision.outcome {
+            Outcome::Settled | Outcome::Waiting => Ok(Action::await_change()),
+            Outcome::Failed { reason, message } => Err(Error::Blocked { reason, message }),
+        }
+    }
+
+    async fn apply_config_map(
+        &self,
+        ctx: &Context,
+        owner: &Owner,
+        desired: &ConfigMap,
+    ) -> Result<()> {
+        let name = owner.config_map_name();
+        let live = named(&self.caches.config_maps, &owner.namespace, &name);
+        if live
+            .is_some_and(|l| l.data == desired.data && l.metadata.labels == desired.metadata.labels)
+        {
+            return Ok(());
+        }
+        let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        apply(&api, &name, desired).await?;
+        Ok(())
+    }
+
+    /// Applies a Service unless the cached one was applied from the same rendering.
+    async fn apply_service(&self, ctx: &Context, owner: &Owner, desired: &Service) -> Result<()> {
+        let name = desired.metadata.name.clone().unwrap_or_default();
+        let live = named(&self.caches.services, &owner.namespace, &name);
+        let hash = |s: &Service| {
+            s.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(TEMPLATE_HASH).cloned())
+        };
+        if live.is_some_and(|l| hash(&l).is_some() && hash(&l) == hash(desired)) {
+            return Ok(());
+        }
+        let api: Api<Service> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        apply(&api, &name, desired).await?;
+        Ok(())
+    }
+
+    async fn execute_workloads(
+        &self,
+        ctx: &Context,
+        owner: &Owner,
+        model: &ServiceModel,
+        children: &Children,
+        decision: &Decision,
+        config_hash: &str,
+    ) -> Result<()> {
+        let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        let stateful_sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        let services: Api<Service> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        for action in &decision.workloads {
+            match action {
+                WorkloadAction::Apply {
+                    name,
+                    image,
+                    installed_release,
+                    pin,
+                } => {
+                    let Some(workload) = model.workload(name) else {
+                        continue;
+                    };
+                    let desired = render::workload(
+                        owner,
+                        model,
+                        workload,
+                        &PodParams {
+                            image,
+                            installed_release,
+                            pin: pin.as_deref(),
+                            config_hash,
+                            installed_release_annotation: S::INSTALLED_RELEASE_ANNOTATION,
+                        },
+                    )?;
+                    let live = children.workloads.get(name);
+                    let unchanged = live.is_some_and(|l| {
+                        l.kind() == workload.kind
+                            && l.annotation(TEMPLATE_HASH).is_some()
+                            && l.annotation(TEMPLATE_HASH)
+                                == desired["metadata"]["annotations"][TEMPLATE_HASH]
+                                    .as_str()
+                                    .map(str::to_owned)
+                                    .as_ref()
+                    });
+                    match workload.kind {
+                        WorkloadKind::Deployment if !unchanged => {
+                            apply(&deployments, name, &render::deployment(desired)?).await?;
+                        }
+                        WorkloadKind::Deployment => {}
+                        WorkloadKind::StatefulSet => {
+                            // The headless Service gives the pods their names.
+                            apply(&services, name, &render::headless_service(owner, workload)?)
+                                .await?;
+                            if !unchanged {
+                                apply(&stateful_sets, name, &render::stateful_set(desired)?)
+                                    .await?;
+                            }
+                        }
+                    }
+                    if let Some(port) = workload.api_port {
+                        self.apply_service(
+                            ctx,
+                            owner,
+                            &render::api_service(owner, workload, port)?,
+                        )
+                        .await?;
+                    }
+                }
+                WorkloadAction::Delete { name } => match children.workloads.get(name) {
+                    Some(LiveWorkload::StatefulSet(_)) => {
+                        delete_background(&stateful_sets, name).await?;
+                        delete_background(&services, name).await?;
+                    }
+                    _ => delete_background(&deployments, name).await?,
+                },
+            }
+        }
+        Ok(())
     }
 }
 
@@ -94,7 +261,7 @@ async fn execute_jobs(
                         fail_fast_exit_codes,
                     },
                 )?;
-                ensure_job(&api, children.jobs.get(suffix), &desired).await?;
+                ensure_job(&api, children.jobs.get(suffix).map(Arc::as_ref), &desired).await?;
             }
             JobAction::Delete { suffix } => {
                 delete_background(&api, &owner.job_name(suffix)).await?;
@@ -104,99 +271,24 @@ async fn execute_jobs(
     Ok(())
 }
 
-async fn execute_workloads<S: OpenStackService>(
-    ctx: &Context,
-    owner: &Owner,
-    model: &ServiceModel,
-    children: &Children,
-    decision: &Decision,
-    config_hash: &str,
-) -> Result<()> {
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let stateful_sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    for action in &decision.workloads {
-        match action {
-            WorkloadAction::Apply {
-                name,
-                image,
-                installed_release,
-                pin,
-            } => {
-                let Some(workload) = model.workload(name) else {
-                    continue;
-                };
-                let desired = render::workload(
-                    owner,
-                    model,
-                    workload,
-                    &PodParams {
-                        image,
-                        installed_release,
-                        pin: pin.as_deref(),
-                        config_hash,
-                        installed_release_annotation: S::INSTALLED_RELEASE_ANNOTATION,
-                    },
-                )?;
-                let live = children.workloads.get(name);
-                let unchanged = live.is_some_and(|l| {
-                    l.kind() == workload.kind
-                        && l.annotation(TEMPLATE_HASH).is_some()
-                        && l.annotation(TEMPLATE_HASH)
-                            == desired["metadata"]["annotations"][TEMPLATE_HASH]
-                                .as_str()
-                                .map(str::to_owned)
-                                .as_ref()
-                });
-                match workload.kind {
-                    WorkloadKind::Deployment if !unchanged => {
-                        apply(&deployments, name, &render::deployment(desired)?).await?;
-                    }
-                    WorkloadKind::Deployment => {}
-                    WorkloadKind::StatefulSet => {
-                        // The headless Service gives the pods their names.
-                        apply(&services, name, &render::headless_service(owner, workload)?).await?;
-                        if !unchanged {
-                            apply(&stateful_sets, name, &render::stateful_set(desired)?).await?;
-                        }
-                    }
-                }
-                if let Some(port) = workload.api_port {
-                    apply(
-                        &services,
-                        &owner.name,
-                        &render::api_service(owner, workload, port)?,
-                    )
-                    .await?;
-                }
-            }
-            WorkloadAction::Delete { name } => match children.workloads.get(name) {
-                Some(LiveWorkload::StatefulSet(_)) => {
-                    delete_background(&stateful_sets, name).await?;
-                    delete_background(&services, name).await?;
-                }
-                _ => delete_background(&deployments, name).await?,
-            },
-        }
-    }
-    Ok(())
-}
-
+/// Writes the decided status when it differs from the stored one; returns the
+/// resource as written.
 async fn write_status<S: OpenStackService>(
     ctx: &Context,
     object: &S,
     owner: &Owner,
     decision: &Decision,
-) -> Result<()> {
+) -> Result<Option<S>> {
     let status = S::desired_status(&S::profile(), &decision.status);
     if object.current_status() == Some(&status) {
-        return Ok(());
+        return Ok(None);
     }
     let api: Api<S> = Api::namespaced(ctx.client.clone(), &owner.namespace);
     let patch = serde_json::json!({ "status": status });
-    api.patch_status(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+    Ok(Some(
+        api.patch_status(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?,
+    ))
 }
 
 /// Reports an upgrade check exactly once per Job: the Job's UID is recorded on
@@ -208,16 +300,16 @@ async fn report_check<S: OpenStackService>(
     owner: &Owner,
     reference: &ObjectReference,
     report: &CheckReport,
-) -> Result<()> {
+) -> Result<S> {
     let api: Api<S> = Api::namespaced(ctx.client.clone(), &owner.namespace);
     let patch = serde_json::json!({ "metadata": { "annotations": { S::CHECK_REPORTED_ANNOTATION: report.job_uid } } });
     match api
         .patch(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        Ok(_) => {
+        Ok(annotated) => {
             events::publish(ctx, reference, std::slice::from_ref(&report.event)).await;
-            Ok(())
+            Ok(annotated)
         }
         Err(e) => {
             let deferred = Event {
@@ -260,4 +352,45 @@ fn record_phase(
         &decision.status.phase,
         left,
     );
+}
+
+/// Whether `ours` is a later version of the resource than `cached`. Resource
+/// versions are etcd revisions on every API server Ratchet supports; compared
+/// as numbers, and when one is not a number only an identical version counts
+/// as "not newer".
+fn newer<S: Resource>(ours: &S, cached: &S) -> bool {
+    let version = |o: &S| o.meta().resource_version.clone().unwrap_or_default();
+    match (version(ours).parse::<u64>(), version(cached).parse::<u64>()) {
+        (Ok(ours), Ok(cached)) => ours > cached,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::newer;
+    use ratchet_api::cinder::v1alpha1::Cinder;
+
+    fn at(version: Option<&str>) -> Cinder {
+        let mut c: Cinder = serde_json::from_value(
+            ratchet_api::cinder::example_manifest("c", "2026.1", "cinder", "2026.1", &[]),
+        )
+        .expect("cinder");
+        c.metadata.resource_version = version.map(str::to_owned);
+        c
+    }
+
+    #[test]
+    fn a_write_is_newer_than_a_cache_that_has_not_seen_it() {
+        assert!(newer(&at(Some("120")), &at(Some("99"))));
+        assert!(!newer(&at(Some("120")), &at(Some("120"))), "caught up");
+        assert!(!newer(&at(Some("120")), &at(Some("121"))), "moved on");
+    }
+
+    #[test]
+    fn unreadable_versions_trust_the_cache() {
+        assert!(!newer(&at(Some("abc")), &at(Some("1"))));
+        assert!(!newer(&at(None), &at(Some("1"))));
+        assert!(!newer(&at(Some("2")), &at(None)));
+    }
 }

@@ -296,29 +296,42 @@ pub fn stateful_set(value: Value) -> Result<StatefulSet> {
     Ok(serde_json::from_value(value)?)
 }
 
-/// The API's Service, named after the resource.
-pub fn api_service(owner: &Owner, workload: &WorkloadModel, port: i32) -> Result<Service> {
+/// A Service, annotated with the hash of its rendering so an unchanged one is
+/// not applied again.
+fn service(owner: &Owner, name: &str, component: &str, spec: Value) -> Result<Service> {
+    let hash = content_hash(serde_json::to_string(&spec)?.as_bytes());
+    let annotations = BTreeMap::from([(labels::TEMPLATE_HASH.to_string(), hash)]);
     Ok(serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": owner.metadata(&owner.name, &workload.component, BTreeMap::new()),
-        "spec": {
+        "metadata": owner.metadata(name, component, annotations),
+        "spec": spec,
+    }))?)
+}
+
+/// The API's Service, named after the resource.
+pub fn api_service(owner: &Owner, workload: &WorkloadModel, port: i32) -> Result<Service> {
+    service(
+        owner,
+        &owner.name,
+        &workload.component,
+        json!({
             "selector": owner.labels(&workload.component),
             "ports": [{ "name": "api", "port": port, "targetPort": "api" }],
-        }
-    }))?)
+        }),
+    )
 }
 
 /// The headless Service that gives a StatefulSet's pods stable DNS names.
 pub fn headless_service(owner: &Owner, workload: &WorkloadModel) -> Result<Service> {
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": owner.metadata(&workload.name, &workload.component, BTreeMap::new()),
-        "spec": {
+    service(
+        owner,
+        &workload.name,
+        &workload.component,
+        json!({
             "clusterIP": "None",
             "selector": owner.labels(&workload.component),
             "publishNotReadyAddresses": true,
-        }
-    }))?)
+        }),
+    )
 }

@@ -1,0 +1,121 @@
+//! Watch caches of the objects Ratchet owns. The same watch streams that wake
+//! the controller fill these stores (a reflector updates its store before the
+//! change reaches the controller), so a pass woken by a child's change reads
+//! that change from memory instead of listing it again: no round trip for
+//! observing Jobs, workloads, ConfigMaps and Services.
+
+use std::sync::Arc;
+
+use futures::Stream;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::Resource;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+
+use super::api;
+use crate::context::Context;
+use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
+
+/// The stores of one service's controller.
+#[derive(Clone)]
+pub struct Caches {
+    pub jobs: Store<Job>,
+    pub deployments: Store<Deployment>,
+    pub stateful_sets: Store<StatefulSet>,
+    pub config_maps: Store<ConfigMap>,
+    pub services: Store<Service>,
+}
+
+/// The trigger streams that fill [`Caches`]; each goes to `Controller::owns_stream`.
+pub struct Triggers {
+    pub jobs: Trigger<Job>,
+    pub deployments: Trigger<Deployment>,
+    pub stateful_sets: Trigger<StatefulSet>,
+    pub config_maps: Trigger<ConfigMap>,
+    pub services: Trigger<Service>,
+}
+
+pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+
+fn cached<K>(ctx: &Context) -> (Store<K>, Trigger<K>)
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let owned = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api::<K>(ctx), owned))
+        .default_backoff()
+        .touched_objects();
+    (store, Box::pin(stream))
+}
+
+impl Caches {
+    pub fn start(ctx: &Context) -> (Caches, Triggers) {
+        let (jobs, job_stream) = cached(ctx);
+        let (deployments, deployment_stream) = cached(ctx);
+        let (stateful_sets, stateful_set_stream) = cached(ctx);
+        let (config_maps, config_map_stream) = cached(ctx);
+        let (services, service_stream) = cached(ctx);
+        (
+            Caches {
+                jobs,
+                deployments,
+                stateful_sets,
+                config_maps,
+                services,
+            },
+            Triggers {
+                jobs: job_stream,
+                deployments: deployment_stream,
+                stateful_sets: stateful_set_stream,
+                config_maps: config_map_stream,
+                services: service_stream,
+            },
+        )
+    }
+
+    /// Resolves once every store holds its initial list: before that, a missing
+    /// child may only be unlisted, and deciding on it would flap the status.
+    pub async fn ready(&self) {
+        let _ = tokio::join!(
+            self.jobs.wait_until_ready(),
+            self.deployments.wait_until_ready(),
+            self.stateful_sets.wait_until_ready(),
+            self.config_maps.wait_until_ready(),
+            self.services.wait_until_ready(),
+        );
+    }
+}
+
+/// The cached objects one resource owns (by its service and instance labels).
+pub fn owned_by<K>(store: &Store<K>, service: &str, namespace: &str, instance: &str) -> Vec<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store.state_filter(|object| {
+        let meta = object.meta();
+        meta.namespace.as_deref() == Some(namespace)
+            && meta.labels.as_ref().is_some_and(|l| {
+                l.get(NAME).map(String::as_str) == Some(service)
+                    && l.get(INSTANCE).map(String::as_str) == Some(instance)
+            })
+    })
+}
+
+/// One cached object by name.
+pub fn named<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store.get(&ObjectRef::new(name).within(namespace))
+}
