@@ -88,7 +88,11 @@ async fn record(
             .conditions
             .as_ref()?
             .iter()
-            .any(|c| c.type_ == "Complete" && c.status == "True");
+            // The Job controller's success verdict comes first; Complete follows
+            // once the pod is gone. The operator may act on either.
+            .any(|c| {
+                (c.type_ == "Complete" || c.type_ == "SuccessCriteriaMet") && c.status == "True"
+            });
         done.then(|| Seen::JobComplete(j.metadata.name.clone().unwrap_or_default()))
     })
     .boxed();
@@ -127,7 +131,9 @@ async fn record(
 /// Recognises the event that answers a trigger.
 type Reaction<'a> = &'a dyn Fn(&Seen) -> bool;
 
-/// Reaction times: from each trigger to the first reaction the operator owes it.
+/// Reaction times: from each trigger to the reaction the operator owes it (the
+/// first time that reaction is seen at all; a reaction seen before the trigger,
+/// through the other watch, counts as zero).
 fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> {
     let first = |from: Instant, pred: Reaction| {
         seen.iter()
@@ -154,9 +160,9 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> 
         if let Some(t) = first(
             seen[0].0,
             &|s| matches!(s, Seen::JobComplete(n) if n == job),
-        ) && let Some(r) = first(t, reacted)
+        ) && let Some(r) = first(seen[0].0, reacted)
         {
-            out.push((format!("{job} complete"), r - t));
+            out.push((format!("{job} complete"), r.saturating_duration_since(t)));
         }
     }
     for (i, name) in ROLL_ORDER.iter().enumerate() {
@@ -169,13 +175,16 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> 
         };
         let reaction = match ROLL_ORDER.get(i + 1) {
             Some(next) => first(
-                t,
+                seen[0].0,
                 &|s| matches!(s, Seen::TemplateChanged(n, img) if n == next && *img == target_image),
             ),
-            None => first(t, &|s| matches!(s, Seen::Phase(p, _) if p == "Contracting")),
+            None => first(
+                seen[0].0,
+                &|s| matches!(s, Seen::Phase(p, _) if p == "Contracting"),
+            ),
         };
         if let Some(r) = reaction {
-            out.push((format!("{name} rolled out"), r - t));
+            out.push((format!("{name} rolled out"), r.saturating_duration_since(t)));
         }
     }
     out

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 
+use crate::events::Publisher;
 use crate::metrics::Metrics;
 
 /// How an operator instance is set up.
@@ -42,8 +43,9 @@ impl Default for OperatorConfig {
 pub struct Context {
     pub client: Client,
     pub config: OperatorConfig,
-    /// One recorder for all events, so repeats aggregate into series.
-    pub recorder: Recorder,
+    /// One recorder for all events (so repeats aggregate into series), behind
+    /// an ordered queue.
+    pub events: Publisher,
     pub metrics: Arc<Metrics>,
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -55,7 +57,7 @@ impl Context {
             instance: Some(config.instance.clone()),
         };
         Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: Publisher::start(Recorder::new(client.clone(), reporter)),
             client,
             config,
             metrics,

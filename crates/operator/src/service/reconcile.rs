@@ -24,7 +24,6 @@ use super::render::{self, Owner, PodParams};
 use crate::children::{apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::events;
 use crate::labels::TEMPLATE_HASH;
 
 /// The controller's pass for service `S`: its caches, and the last version of
@@ -94,14 +93,24 @@ impl<S: OpenStackService> Pass<S> {
         record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
         tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
 
-        execute_jobs(&ctx, &owner, &model, &children, &decision).await?;
-        self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash)
-            .await?;
-        if let Some(written) = write_status(&ctx, object.as_ref(), &owner, &decision).await? {
+        // Deletions land before the status moves on (an abort clears the phase
+        // only once its Jobs are going); everything else is independent and runs
+        // at once: a crash between any two leaves a state the next pass repeats.
+        let (deletions, ensures): (Vec<&JobAction>, Vec<&JobAction>) = decision
+            .jobs
+            .iter()
+            .partition(|a| matches!(a, JobAction::Delete { .. }));
+        execute_jobs(&ctx, &owner, &model, &children, &deletions).await?;
+        let (_, _, written) = tokio::try_join!(
+            execute_jobs(&ctx, &owner, &model, &children, &ensures),
+            self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
+            write_status(&ctx, object.as_ref(), &owner, &decision),
+        )?;
+        if let Some(written) = written {
             self.remember(written);
         }
         let reference = object.object_ref(&());
-        events::publish(&ctx, &reference, &decision.events).await;
+        ctx.events.publish(&reference, &decision.events);
         if let Some(report) = &decision.check_report {
             let annotated = report_check::<S>(&ctx, &owner, &reference, report).await?;
             self.remember(annotated);
@@ -236,10 +245,10 @@ async fn execute_jobs(
     owner: &Owner,
     model: &ServiceModel,
     children: &Children,
-    decision: &Decision,
+    actions: &[&JobAction],
 ) -> Result<()> {
     let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    for action in &decision.jobs {
+    for action in actions {
         match action {
             JobAction::Ensure {
                 suffix,
@@ -308,7 +317,8 @@ async fn report_check<S: OpenStackService>(
         .await
     {
         Ok(annotated) => {
-            events::publish(ctx, reference, std::slice::from_ref(&report.event)).await;
+            ctx.events
+                .publish(reference, std::slice::from_ref(&report.event));
             Ok(annotated)
         }
         Err(e) => {
@@ -320,7 +330,8 @@ async fn report_check<S: OpenStackService>(
                     report.job_uid
                 ),
             };
-            events::publish(ctx, reference, std::slice::from_ref(&deferred)).await;
+            ctx.events
+                .publish(reference, std::slice::from_ref(&deferred));
             Err(e.into())
         }
     }
@@ -372,9 +383,13 @@ mod tests {
     use ratchet_api::cinder::v1alpha1::Cinder;
 
     fn at(version: Option<&str>) -> Cinder {
-        let mut c: Cinder = serde_json::from_value(
-            ratchet_api::cinder::example_manifest("c", "2026.1", "cinder", "2026.1", &[]),
-        )
+        let mut c: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+            "c",
+            "2026.1",
+            "cinder",
+            "2026.1",
+            &[],
+        ))
         .expect("cinder");
         c.metadata.resource_version = version.map(str::to_owned);
         c
