@@ -1,5 +1,6 @@
-//! The Cinder resource, by API version.
+//! The Cinder resource, by API version, and the conversion between them.
 
+pub mod conversion;
 pub mod v1alpha1;
 pub mod v1beta1;
 
