@@ -1,6 +1,29 @@
-//! The Cinder resource, by API version.
+//! The Cinder resource, by API version, and the conversion between them.
 
+pub mod conversion;
 pub mod v1alpha1;
+pub mod v1beta1;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use kube::core::crd::{MergeError, merge_crds};
+
+/// What `kubectl` and other clients print on every v1alpha1 request.
+pub const V1ALPHA1_DEPRECATION_WARNING: &str = "cinder.openstack.c5c3.io/v1alpha1 Cinder is deprecated; use cinder.openstack.c5c3.io/v1beta1 (spec.volumes becomes the list spec.volumeBackends, spec.image.tag/digest become spec.image.reference.tag/digest)";
+
+/// The Cinder CRD serving both versions: v1beta1 is the storage version, v1alpha1 is
+/// still served but deprecated.
+///
+/// `spec.conversion` is left unset. The versions differ in shape, so the CRD must not
+/// be applied without setting it to the webhook that calls [`conversion::convert`].
+pub fn crd_v1beta1_storage() -> Result<CustomResourceDefinition, MergeError> {
+    let mut v1alpha1 = v1alpha1::Cinder::crd();
+    for version in &mut v1alpha1.spec.versions {
+        version.deprecated = Some(true);
+        version.deprecation_warning = Some(V1ALPHA1_DEPRECATION_WARNING.to_owned());
+    }
+    merge_crds(vec![v1beta1::Cinder::crd(), v1alpha1], "v1beta1")
+}
 
 /// A Cinder manifest for demos and tests: secrets `cinder-db`/`cinder-mq`, one
 /// back end per name, every back end on the LVM driver.
@@ -32,4 +55,88 @@ pub fn example_manifest(
             "volumes": volumes,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_version_crd_stores_v1beta1_and_deprecates_v1alpha1() {
+        let crd = crd_v1beta1_storage().expect("the versions merge");
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("cinders.cinder.openstack.c5c3.io")
+        );
+        let versions: Vec<_> = crd
+            .spec
+            .versions
+            .iter()
+            .map(|v| (v.name.as_str(), v.served, v.storage, v.deprecated))
+            .collect();
+        assert_eq!(versions.len(), 2, "{versions:?}");
+        assert!(
+            versions.contains(&("v1beta1", true, true, None)),
+            "{versions:?}"
+        );
+        assert!(
+            versions.contains(&("v1alpha1", true, false, Some(true))),
+            "{versions:?}"
+        );
+        let stored: Vec<_> = versions.iter().filter(|v| v.2).map(|v| v.0).collect();
+        assert_eq!(stored, ["v1beta1"]);
+
+        let alpha = crd.spec.versions.iter().find(|v| v.name == "v1alpha1");
+        let warning = alpha.and_then(|v| v.deprecation_warning.as_deref());
+        assert!(warning.is_some_and(|w| w.contains("use cinder.openstack.c5c3.io/v1beta1")));
+        for version in &crd.spec.versions {
+            let subresources = version.subresources.as_ref();
+            assert!(
+                subresources.is_some_and(|s| s.status.is_some()),
+                "{}",
+                version.name
+            );
+            assert_eq!(
+                version.additional_printer_columns.as_ref().map(Vec::len),
+                Some(6)
+            );
+        }
+        assert!(
+            crd.spec.conversion.is_none(),
+            "the webhook is set where it is deployed"
+        );
+    }
+
+    #[test]
+    fn v1beta1_schema_merges_back_ends_by_name_and_replaces_the_image_reference() {
+        let crd = v1beta1::Cinder::crd();
+        let json = serde_json::to_value(&crd).expect("CRD serialises");
+        let spec = &json["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let backends = &spec["properties"]["volumeBackends"];
+        assert_eq!(backends["type"], "array");
+        assert_eq!(backends["x-kubernetes-list-type"], "map");
+        assert_eq!(
+            backends["x-kubernetes-list-map-keys"],
+            serde_json::json!(["name"])
+        );
+        let name = &backends["items"]["properties"]["name"];
+        // A pattern, not a CEL rule: per item of an unbounded list, the rule's estimated
+        // cost exceeds the API server's budget.
+        assert_eq!(name["maxLength"], 40);
+        assert_eq!(name["pattern"], "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+        assert_eq!(backends["items"]["required"], serde_json::json!(["name"]));
+
+        let image = &spec["properties"]["image"];
+        assert_eq!(
+            image["required"],
+            serde_json::json!(["reference", "repository"])
+        );
+        let reference = &image["properties"]["reference"];
+        assert_eq!(reference["x-kubernetes-map-type"], "atomic");
+        assert_eq!(
+            reference["x-kubernetes-validations"][0]["rule"],
+            "has(self.tag) != has(self.digest)"
+        );
+        assert!(spec["properties"].get("volumes").is_none());
+    }
 }

@@ -1,0 +1,171 @@
+//! `cinder.openstack.c5c3.io/v1beta1`, kind `Cinder`.
+//!
+//! Differs from v1alpha1 in two places: volume back ends are a list of named
+//! entries (`volumeBackends`, merged by name) instead of a map, and the image's tag
+//! or digest is one field, `image.reference`, replaced as a whole.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{SecretKeyRef, WorkloadSpec};
+
+/// A Cinder deployment, and the release it runs.
+///
+/// Move `openStackRelease` one release forward together with `image` to upgrade;
+/// revert both to `status.installedRelease` to abort before the contract phase.
+#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "cinder.openstack.c5c3.io",
+    version = "v1beta1",
+    kind = "Cinder",
+    plural = "cinders",
+    namespaced,
+    status = "CinderStatus",
+    derive = "PartialEq",
+    printcolumn = r#"{"name":"Release","type":"string","jsonPath":".status.installedRelease"}"#,
+    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".status.targetRelease","priority":1}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.upgradePhase"}"#,
+    printcolumn = r#"{"name":"Rolling","type":"string","jsonPath":".status.rollingWorkload","priority":1}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CinderSpec {
+    /// OpenStack release, `YYYY.N` with N 1 or 2 (e.g. 2026.1). Only a single step
+    /// forward starts an upgrade.
+    #[schemars(regex(pattern = ratchet_release::RELEASE_PATTERN))]
+    pub open_stack_release: String,
+    /// The image every Cinder Job and workload runs.
+    pub image: Image,
+    /// The database connection URL (`[database] connection`).
+    pub database: SecretKeyRef,
+    /// The message bus URL (`[DEFAULT] transport_url`).
+    pub transport: SecretKeyRef,
+    /// cinder-api (Deployment `<name>` and Service `<name>`).
+    #[serde(default)]
+    pub api: WorkloadSpec,
+    /// cinder-scheduler (Deployment `<name>-scheduler`).
+    #[serde(default)]
+    pub scheduler: WorkloadSpec,
+    /// cinder-backup (Deployment `<name>-backup`).
+    #[serde(default)]
+    pub backup: WorkloadSpec,
+    /// Volume back ends, each with a unique name; each runs as Deployment
+    /// `<name>-volume-<backend>`. Server-side apply merges entries by name.
+    #[serde(default)]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
+    pub volume_backends: Vec<VolumeBackend>,
+    /// Seconds a workload's rollout may make no progress before it is reported
+    /// as stalled (condition and Warning event; the upgrade keeps waiting).
+    /// Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 86400))]
+    pub rollout_deadline_seconds: Option<i32>,
+    /// Extra `cinder.conf` settings: section → option → value. Secrets do not belong
+    /// here (the ConfigMap is readable); the database and transport URLs come from
+    /// their Secrets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// The service image.
+///
+/// The image and `openStackRelease` are bumped together; a tag that names a release
+/// must name the declared one (the lockstep guard). A digest, or a tag that names no
+/// release, is trusted to match.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    /// Image repository, e.g. `registry.example/openstack/cinder`.
+    #[schemars(length(min = 1, max = 255))]
+    pub repository: String,
+    /// Which image of the repository: a tag or a digest. Always replaced as a whole,
+    /// so switching from a tag to a digest needs no removal of the tag.
+    #[x_kube(merge_strategy = MapMerge::Atomic)]
+    pub reference: ImageReference,
+}
+
+/// Exactly one of tag or digest.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.tag) != has(self.digest)").message("set exactly one of spec.image.reference.tag and spec.image.reference.digest"))]
+pub struct ImageReference {
+    /// Image tag, e.g. `2026.1` or `2026.1-p1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub tag: Option<String>,
+    /// Image digest, `sha256:<64 hex digits>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^sha256:[a-f0-9]{64}$"))]
+    pub digest: Option<String>,
+}
+
+/// One volume back end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeBackend {
+    /// The back end's name: a lowercase DNS label of at most 40 characters, unique
+    /// among the back ends. It names the back end's section in `cinder.conf` and its
+    /// Deployment.
+    #[schemars(
+        length(min = 1, max = 40),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub name: String,
+    /// Number of cinder-volume pods for this back end (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub replicas: Option<i32>,
+    /// CPU and memory requests and limits of the cinder-volume container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Options of the back end's section in `cinder.conf` (e.g. `volume_driver`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+}
+
+/// Where an upgrade is. Empty in steady state.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum CinderUpgradePhase {
+    #[default]
+    #[serde(rename = "")]
+    None,
+    Expanding,
+    Migrating,
+    RollingUpdate,
+    Contracting,
+}
+
+/// What Ratchet observed and did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CinderStatus {
+    /// The release the database schema and services are at. During an upgrade, the
+    /// release before it; promoted only when the contract phase succeeds.
+    #[serde(default)]
+    pub installed_release: String,
+    /// The release being upgraded to; empty in steady state.
+    #[serde(default)]
+    pub target_release: String,
+    /// The current upgrade phase; empty in steady state.
+    #[serde(default)]
+    pub upgrade_phase: CinderUpgradePhase,
+    /// When the current upgrade phase began; empty in steady state.
+    #[serde(default)]
+    pub upgrade_phase_started_at: String,
+    /// The workload an upgrade roll is waiting on; empty otherwise.
+    #[serde(default)]
+    pub rolling_workload: String,
+    /// DatabaseReady, DeploymentsReady, Ready.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
