@@ -14,6 +14,7 @@ pub mod leader;
 pub mod metrics;
 pub mod rbac;
 pub mod service;
+pub mod storage;
 pub mod testing;
 pub mod webhooks;
 

@@ -52,6 +52,9 @@ pub struct ClusterOptions {
     pub keep_dir: bool,
     /// Use these binaries instead of building or finding them.
     pub binaries: Option<KubeBinaries>,
+    /// Extra kube-apiserver flags (e.g. `--watch-cache=false`, so lists are
+    /// served by etcd and their continue tokens expire on compaction).
+    pub apiserver_args: Vec<String>,
 }
 
 impl Default for ClusterOptions {
@@ -60,6 +63,7 @@ impl Default for ClusterOptions {
             start_timeout: Duration::from_secs(60),
             keep_dir: false,
             binaries: None,
+            apiserver_args: Vec::new(),
         }
     }
 }
@@ -151,7 +155,7 @@ impl LocalCluster {
             apiserver_port,
             etcd_client.base_url(),
             &config,
-            options.start_timeout,
+            options,
         )
         .await?;
         timings.apiserver = phase.elapsed();
@@ -284,8 +288,9 @@ async fn start_apiserver(
     port: u16,
     etcd_url: &str,
     config: &Config,
-    timeout: Duration,
+    options: &ClusterOptions,
 ) -> Result<ManagedProcess> {
+    let timeout = options.start_timeout;
     let sa_key = pki.service_account_key.display().to_string();
     let sa_public = pki.service_account_public_key.display().to_string();
     let args = vec![
@@ -307,7 +312,10 @@ async fn start_apiserver(
         // One API server, no peers: the lease reconciler only adds start-up work.
         "--endpoint-reconciler-type=none".to_string(),
         "--v=1".to_string(),
-    ];
+    ]
+    .into_iter()
+    .chain(options.apiserver_args.iter().cloned())
+    .collect::<Vec<_>>();
     let mut apiserver = ManagedProcess::start(
         "kube-apiserver",
         &binaries.kube_apiserver(),

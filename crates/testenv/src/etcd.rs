@@ -35,9 +35,18 @@ impl StoredObject {
 #[derive(Deserialize)]
 struct RangeResponse {
     #[serde(default)]
+    header: Header,
+    #[serde(default)]
     kvs: Vec<RangeKv>,
     #[serde(default)]
     more: bool,
+}
+
+#[derive(Default, Deserialize)]
+struct Header {
+    /// int64 in the JSON gateway's encoding: a string.
+    #[serde(default)]
+    revision: String,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +118,31 @@ impl EtcdClient {
                 _ => return Ok(out),
             }
         }
+    }
+
+    /// Compacts etcd's history up to its current revision, as the API server
+    /// does periodically: list continue tokens older than that expire (410).
+    pub async fn compact(&self) -> Result<i64> {
+        let resp = self
+            .range(serde_json::json!({ "key": B64.encode("/"), "limit": 1 }))
+            .await?;
+        let revision: i64 = resp.header.revision.parse().map_err(|e| {
+            TestEnvError::Etcd(format!("bad revision {:?}: {e}", resp.header.revision))
+        })?;
+        let resp = self
+            .http
+            .post(format!("{}/v3/kv/compaction", self.base_url))
+            .json(&serde_json::json!({ "revision": revision.to_string(), "physical": true }))
+            .send()
+            .await
+            .map_err(|e| TestEnvError::Etcd(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(TestEnvError::Etcd(format!(
+                "compaction returned {}",
+                resp.status()
+            )));
+        }
+        Ok(revision)
     }
 
     async fn range(&self, body: serde_json::Value) -> Result<RangeResponse> {

@@ -1,6 +1,7 @@
-//! Admission webhooks: served over TLS by the operator, registered with the API
-//! server, deciding through pure validation functions.
+//! Admission and CRD conversion webhooks: served over TLS by the operator,
+//! registered with the API server, deciding through pure functions.
 
+pub mod conversion;
 pub mod registration;
 pub mod server;
 pub mod tls;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client};
 use serde_json::json;
 
@@ -59,17 +60,7 @@ pub async fn register(client: &Client, registration: &Registration, ca_pem: &str
 /// One service's entry: its path, its resources, every version.
 fn webhook<S: OpenStackService>(registration: &Registration, ca_pem: &str) -> serde_json::Value {
     let path = validation_path::<S>();
-    let mut client_config = match &registration.endpoint {
-        Endpoint::Url(base) => json!({ "url": format!("{base}{path}") }),
-        Endpoint::Service {
-            namespace,
-            name,
-            port,
-        } => json!({
-            "service": { "namespace": namespace, "name": name, "port": port, "path": path }
-        }),
-    };
-    client_config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca_pem));
+    let client_config = client_config(&registration.endpoint, &path, ca_pem);
     let plural = S::plural(&());
     let mut webhook = json!({
         "name": format!("{plural}.validate.ratchet.c5c3.io"),
@@ -77,10 +68,13 @@ fn webhook<S: OpenStackService>(registration: &Registration, ca_pem: &str) -> se
         "sideEffects": "None",
         "failurePolicy": "Fail",
         "timeoutSeconds": 5,
+        "matchPolicy": "Equivalent",
         "clientConfig": client_config,
         "rules": [{
             "apiGroups": [S::group(&())],
-            "apiVersions": ["*"],
+            // The version the handler's types speak; requests at any other
+            // served version reach it converted (matchPolicy Equivalent).
+            "apiVersions": [S::version(&())],
             "operations": ["CREATE", "UPDATE"],
             "resources": [plural],
             "scope": "Namespaced",
@@ -90,4 +84,48 @@ fn webhook<S: OpenStackService>(registration: &Registration, ca_pem: &str) -> se
         webhook["namespaceSelector"] = json!({ "matchLabels": labels });
     }
     webhook
+}
+
+/// Points a CRD's conversion at this server: strategy Webhook, the Cinder
+/// conversion path, and the CA that signed the serving certificate. Applied on
+/// every start like the admission registration, so a CRD re-applied by Helm or
+/// GitOps gets its caBundle back.
+pub async fn register_conversion(
+    client: &Client,
+    crd_name: &str,
+    endpoint: &Endpoint,
+    path: &str,
+    ca_pem: &str,
+) -> Result<()> {
+    let client_config = client_config(endpoint, path, ca_pem);
+    let patch = json!({
+        "spec": { "conversion": {
+            "strategy": "Webhook",
+            "webhook": { "clientConfig": client_config, "conversionReviewVersions": ["v1"] },
+        } }
+    });
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        crd_name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Where the API server calls, and the CA it trusts for that call.
+fn client_config(endpoint: &Endpoint, path: &str, ca_pem: &str) -> serde_json::Value {
+    let mut config = match endpoint {
+        Endpoint::Url(base) => json!({ "url": format!("{base}{path}") }),
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+        } => json!({
+            "service": { "namespace": namespace, "name": name, "port": port, "path": path }
+        }),
+    };
+    config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca_pem));
+    config
 }

@@ -10,9 +10,11 @@ use axum::{Json, Router};
 use axum_server::tls_rustls::RustlsConfig;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::conversion::ConversionReview;
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
 
+use super::conversion::{self, CINDER_CONVERSION_PATH};
 use super::validation::validate;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -58,6 +60,7 @@ pub async fn start(
     let app = Router::new()
         .route(&validation_path::<Cinder>(), post(review::<Cinder>))
         .route(&validation_path::<Ironic>(), post(review::<Ironic>))
+        .route(CINDER_CONVERSION_PATH, post(convert_cinders))
         .with_state(metrics);
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls)
@@ -103,4 +106,14 @@ fn answer<S: OpenStackService>(review: AdmissionReview<S>) -> Json<AdmissionRevi
         response.deny(violations.join("; "))
     };
     Json(response.into_review())
+}
+
+async fn convert_cinders(
+    State(metrics): State<Arc<Metrics>>,
+    Json(review): Json<ConversionReview>,
+) -> Json<ConversionReview> {
+    let started = std::time::Instant::now();
+    let answer = conversion::answer(review);
+    metrics.admission("cinder-conversion", started.elapsed());
+    Json(answer)
 }

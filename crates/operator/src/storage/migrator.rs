@@ -1,0 +1,306 @@
+//! The stored-version migration of one CRD: page through every object, rewrite
+//! each in the storage version with a no-op update guarded by its
+//! resourceVersion, and only when every object succeeded, prune
+//! `status.storedVersions` to the storage version — with optimistic locking, and
+//! only if the CRD's generation and storage version did not change meanwhile.
+//!
+//! A rewrite that the API server refuses (for example a validating webhook)
+//! stops the migration with an error naming the object; nothing is pruned after
+//! a stop, so a version that may still be stored is never forgotten.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::{Api, Client};
+
+use super::versions::{CrdVersions, served_managed_fields};
+
+/// How a migration pages.
+pub struct MigrationOptions {
+    /// Objects per list page (the list is never read whole).
+    pub page_size: u32,
+    /// Times the listing may start over after its continue token expired.
+    pub max_restarts: u32,
+    /// Called after each page with the objects rewritten so far (progress
+    /// reporting; tests use it to expire the continue token).
+    pub on_page: Option<Box<dyn FnMut(u64) + Send>>,
+}
+
+impl Default for MigrationOptions {
+    fn default() -> Self {
+        MigrationOptions {
+            page_size: 500,
+            max_restarts: 5,
+            on_page: None,
+        }
+    }
+}
+
+/// What a migration did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Migration {
+    pub crd: String,
+    /// The storage version every object is now stored in.
+    pub storage: String,
+    /// Objects rewritten (including ones a concurrent writer or deletion handled);
+    /// when nothing older is stored, only those whose managed fields needed cleaning.
+    pub rewritten: u64,
+    /// Of those, objects whose managed fields named versions no longer served.
+    pub managed_fields_cleaned: u64,
+    pub pages: u64,
+    /// Times the listing started over because its continue token expired.
+    pub restarts: u32,
+    /// `status.storedVersions` before the migration.
+    pub stored_before: Vec<String>,
+    /// Whether `status.storedVersions` was pruned (false when there was nothing
+    /// to do or the CRD changed during the migration; see `note`).
+    pub pruned: bool,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    #[error("reading CRD {crd}: {source}")]
+    Crd {
+        crd: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("CRD {0} has no storage version")]
+    NoStorageVersion(String),
+    #[error(
+        "rewriting {kind} {namespace}/{name} in {version} was refused: {source}; storedVersions left unchanged — fix the cause (the object or what refuses it) and run the migration again"
+    )]
+    Rewrite {
+        kind: String,
+        namespace: String,
+        name: String,
+        version: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("listing {crd} objects: {source}")]
+    List {
+        crd: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("listing {crd} objects: the continue token expired {restarts} times; giving up")]
+    TooManyRestarts { crd: String, restarts: u32 },
+    #[error("pruning storedVersions of {crd}: {source}")]
+    Prune {
+        crd: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn status_code(error: &kube::Error) -> Option<u16> {
+    match error {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// Migrates every object of CRD `crd_name` to its storage version and prunes
+/// `status.storedVersions`.
+pub async fn migrate(
+    client: &Client,
+    crd_name: &str,
+    mut options: MigrationOptions,
+) -> Result<Migration, MigrationError> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crds
+        .get(crd_name)
+        .await
+        .map_err(|source| MigrationError::Crd {
+            crd: crd_name.into(),
+            source,
+        })?;
+    let versions = CrdVersions::of(&crd);
+    let storage = versions
+        .storage
+        .clone()
+        .ok_or_else(|| MigrationError::NoStorageVersion(crd_name.into()))?;
+    let mut migration = Migration {
+        crd: crd_name.into(),
+        storage: storage.clone(),
+        rewritten: 0,
+        managed_fields_cleaned: 0,
+        pages: 0,
+        restarts: 0,
+        stored_before: versions.stored.clone(),
+        pruned: false,
+        note: None,
+    };
+    // Everything is rewritten while older versions may be stored; otherwise
+    // only objects whose managed fields name versions no longer served.
+    let full = versions.needs_migration();
+    let gvk = GroupVersionKind::gvk(&versions.group, &storage, &crd.spec.names.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural);
+    let all: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().limit(options.page_size);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page = match all.list(&params).await {
+            Ok(page) => page,
+            // 410 Gone: the continue token outlived etcd's compaction. Start
+            // over; rewriting an already migrated object again is harmless.
+            Err(e) if status_code(&e) == Some(410) && token.is_some() => {
+                migration.restarts += 1;
+                if migration.restarts > options.max_restarts {
+                    return Err(MigrationError::TooManyRestarts {
+                        crd: crd_name.into(),
+                        restarts: migration.restarts,
+                    });
+                }
+                tracing::info!(
+                    crd = crd_name,
+                    restarts = migration.restarts,
+                    "continue token expired; listing again"
+                );
+                token = None;
+                continue;
+            }
+            Err(source) => {
+                return Err(MigrationError::List {
+                    crd: crd_name.into(),
+                    source,
+                });
+            }
+        };
+        migration.pages += 1;
+        for object in page.items {
+            match rewrite(client, &resource, &versions, &storage, object, full).await? {
+                Rewrite::Skipped => {}
+                Rewrite::Stored => migration.rewritten += 1,
+                Rewrite::Cleaned => {
+                    migration.rewritten += 1;
+                    migration.managed_fields_cleaned += 1;
+                }
+            }
+        }
+        if let Some(report) = options.on_page.as_mut() {
+            report(migration.rewritten);
+        }
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    if full {
+        prune(&crds, &versions, &storage, &mut migration).await?;
+    } else {
+        migration.note = Some(format!("storedVersions is already [{storage}]"));
+    }
+    Ok(migration)
+}
+
+enum Rewrite {
+    Skipped,
+    Stored,
+    /// Stored, with managed fields of versions no longer served removed.
+    Cleaned,
+}
+
+/// Rewrites one object in the storage version (when `all`, or when its managed
+/// fields need cleaning). A conflict (somebody else wrote it, so it is stored
+/// anew) or its deletion counts as done.
+async fn rewrite(
+    client: &Client,
+    resource: &ApiResource,
+    versions: &CrdVersions,
+    storage: &str,
+    mut object: DynamicObject,
+    all: bool,
+) -> Result<Rewrite, MigrationError> {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let cleaned = match object
+        .metadata
+        .managed_fields
+        .as_deref()
+        .and_then(|entries| served_managed_fields(entries, versions))
+    {
+        Some(kept) if kept.is_empty() => {
+            // An empty list would leave the field untouched; one empty entry
+            // is the API's way to clear every entry.
+            object.metadata.managed_fields = Some(vec![Default::default()]);
+            true
+        }
+        Some(kept) => {
+            object.metadata.managed_fields = Some(kept);
+            true
+        }
+        None => false,
+    };
+    if !all && !cleaned {
+        return Ok(Rewrite::Skipped);
+    }
+    let done = if cleaned {
+        Rewrite::Cleaned
+    } else {
+        Rewrite::Stored
+    };
+    let api: Api<DynamicObject> = if namespace.is_empty() {
+        Api::all_with(client.clone(), resource)
+    } else {
+        Api::namespaced_with(client.clone(), &namespace, resource)
+    };
+    // The object carries the resourceVersion it was read at: the update fails
+    // with a conflict instead of overwriting a newer write.
+    match api.replace(&name, &PostParams::default(), &object).await {
+        Ok(_) => Ok(done),
+        Err(e) if matches!(status_code(&e), Some(404 | 409)) => Ok(done),
+        Err(source) => Err(MigrationError::Rewrite {
+            kind: resource.kind.clone(),
+            namespace,
+            name,
+            version: storage.into(),
+            source,
+        }),
+    }
+}
+
+/// Prunes `status.storedVersions` to the storage version, if the CRD still is
+/// what the migration started from.
+async fn prune(
+    crds: &Api<CustomResourceDefinition>,
+    before: &CrdVersions,
+    storage: &str,
+    migration: &mut Migration,
+) -> Result<(), MigrationError> {
+    let crd_name = before.name.as_str();
+    let mut crd = crds
+        .get(crd_name)
+        .await
+        .map_err(|source| MigrationError::Crd {
+            crd: crd_name.into(),
+            source,
+        })?;
+    let now = CrdVersions::of(&crd);
+    if now.generation != before.generation || now.storage.as_deref() != Some(storage) {
+        migration.note = Some(format!(
+            "the CRD changed during the migration (generation {} → {}); storedVersions not pruned, migrating again",
+            before.generation, now.generation
+        ));
+        return Ok(());
+    }
+    if let Some(status) = crd.status.as_mut() {
+        status.stored_versions = Some(vec![storage.to_string()]);
+    }
+    // The CRD carries the resourceVersion it was read at: a concurrent change
+    // makes this fail instead of being overwritten.
+    crds.replace_status(crd_name, &PostParams::default(), &crd)
+        .await
+        .map_err(|source| MigrationError::Prune {
+            crd: crd_name.into(),
+            source,
+        })?;
+    migration.pruned = true;
+    Ok(())
+}

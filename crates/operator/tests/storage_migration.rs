@@ -1,0 +1,327 @@
+//! Ratchet's own API across versions, on a real API server and etcd (seed 004):
+//! objects created while v1alpha1 is the storage version, storage flipped to
+//! v1beta1 with the operator's conversion webhook, the stored-version migration
+//! (refused once by a validating webhook, then paging through an expired
+//! continue token), every object read back from etcd as v1beta1, storedVersions
+//! pruned, and a CRD without v1alpha1 applied and used.
+//!
+//! One test on its own control plane: the stages share the cluster-wide Cinder
+//! CRD and must not overlap.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client, CustomResourceExt};
+use ratchet_api::cinder::{self, v1alpha1, v1beta1};
+use ratchet_operator::storage::{self, MigrationError, MigrationOptions};
+use ratchet_operator::webhooks::registration::{self, Endpoint, Registration};
+use ratchet_operator::webhooks::{conversion, server, tls};
+use ratchet_testenv::etcd::EtcdClient;
+use ratchet_testenv::wait::until;
+use ratchet_testenv::{ClusterOptions, LocalCluster};
+use serde_json::json;
+
+const CRD: &str = "cinders.cinder.openstack.c5c3.io";
+const OBJECTS: usize = 60;
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn resource(version: &str) -> ApiResource {
+    let gvk = GroupVersionKind::gvk("cinder.openstack.c5c3.io", version, "Cinder");
+    ApiResource::from_gvk_with_plural(&gvk, "cinders")
+}
+
+async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        CRD,
+        &PatchParams::apply("storage-test").force(),
+        &Patch::Apply(crd),
+    )
+    .await?;
+    tokio::time::timeout(
+        TIMEOUT,
+        await_condition(api, CRD, conditions::is_crd_established()),
+    )
+    .await??;
+    Ok(())
+}
+
+async fn stored_versions(client: &Client) -> Result<Vec<String>> {
+    let crd = Api::<CustomResourceDefinition>::all(client.clone())
+        .get(CRD)
+        .await?;
+    Ok(crd
+        .status
+        .and_then(|s| s.stored_versions)
+        .unwrap_or_default())
+}
+
+/// The apiVersion each object of the namespace is stored with, read from etcd.
+async fn stored_as(etcd: &EtcdClient, ns: &str) -> Result<BTreeMap<String, String>> {
+    let prefix = format!("/registry/cinder.openstack.c5c3.io/cinders/{ns}/");
+    Ok(etcd
+        .list_prefix(&prefix)
+        .await?
+        .into_iter()
+        .map(|o| {
+            let name = o.key.trim_start_matches(&prefix).to_string();
+            (name, o.json_api_version().unwrap_or_default())
+        })
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned() -> Result<()> {
+    // Its own control plane: without the watch cache, lists are served by etcd
+    // and a compaction expires their continue tokens, as it does on any cluster
+    // once the API server's cached snapshots are gone.
+    let cluster = LocalCluster::start_with(ClusterOptions {
+        apiserver_args: vec!["--watch-cache=false".into()],
+        ..ClusterOptions::default()
+    })
+    .await?;
+    let client = cluster.client()?;
+    ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+    let ns_name = "storage".to_string();
+    let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": ns_name } }))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    ratchet_operator::install::ensure_example_secrets(&client, &ns_name).await?;
+    let etcd = cluster.etcd().clone();
+
+    // 1. v1alpha1 is the storage version: create objects through it.
+    let alpha: Api<v1alpha1::Cinder> = Api::namespaced(client.clone(), &ns_name);
+    for i in 0..OBJECTS {
+        let object: v1alpha1::Cinder = serde_json::from_value(cinder::example_manifest(
+            &format!("c{i:03}"),
+            "2026.1",
+            "registry.invalid/cinder",
+            "2026.1",
+            &["lvm", "ceph"],
+        ))?;
+        alpha.create(&PostParams::default(), &object).await?;
+    }
+    let before = stored_as(&etcd, &ns_name).await?;
+    ensure!(before.len() == OBJECTS);
+    ensure!(
+        before
+            .values()
+            .all(|v| v == "cinder.openstack.c5c3.io/v1alpha1")
+    );
+
+    // 2. The operator's webhook server converts; the CRD stores v1beta1 now.
+    let identity = tls::load(&tls::TlsSource::SelfManaged {
+        dns_names: vec!["localhost".into()],
+        ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+    })?;
+    let webhook = server::start(
+        "127.0.0.1:0".parse()?,
+        &identity.cert_pem,
+        &identity.key_pem,
+        Arc::new(ratchet_operator::metrics::Metrics::default()),
+    )
+    .await?;
+    let ca = identity.ca_pem.clone().context("self-managed CA")?;
+    let endpoint = Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port()));
+    apply_crd(&client, &cinder::crd_v1beta1_storage()?).await?;
+    registration::register_conversion(
+        &client,
+        CRD,
+        &endpoint,
+        conversion::CINDER_CONVERSION_PATH,
+        &ca,
+    )
+    .await?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    until(
+        &crds,
+        CRD,
+        TIMEOUT,
+        "both versions stored",
+        |c: &CustomResourceDefinition| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.stored_versions.clone())
+                .is_some_and(|v| v.len() == 2)
+        },
+    )
+    .await?;
+
+    // Live round trip: create at each version, read at each version, compare.
+    let beta: Api<v1beta1::Cinder> = Api::namespaced(client.clone(), &ns_name);
+    let created_beta: v1beta1::Cinder = serde_json::from_value(json!({
+        "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+        "kind": "Cinder",
+        "metadata": { "name": "beta-made" },
+        "spec": {
+            "openStackRelease": "2026.1",
+            "image": { "repository": "registry.invalid/cinder", "reference": { "tag": "2026.1" } },
+            "database": { "secretName": "cinder-db", "key": "connection" },
+            "transport": { "secretName": "cinder-mq", "key": "transport_url" },
+            "volumeBackends": [ { "name": "zeta" }, { "name": "alpha", "replicas": 2 } ],
+        }
+    }))?;
+    let created_beta = beta.create(&PostParams::default(), &created_beta).await?;
+    let as_alpha = alpha.get("beta-made").await?;
+    ensure!(as_alpha.spec.volumes.len() == 2);
+    ensure!(as_alpha.spec.volumes["alpha"].replicas == Some(2));
+    let back = beta.get("beta-made").await?;
+    ensure!(
+        back.spec == created_beta.spec,
+        "v1beta1 → v1alpha1 → v1beta1 kept the order"
+    );
+    let alpha_object = alpha.get("c000").await?;
+    let beta_view = beta.get("c000").await?;
+    ensure!(
+        cinder::conversion::to_v1alpha1(&beta_view)?.spec == alpha_object.spec,
+        "the server's conversion is the pure one"
+    );
+
+    // 3. A validating webhook refuses to rewrite one object: the migration stops
+    // with an error naming it and storedVersions stays as it was.
+    registration::register(
+        &client,
+        &Registration {
+            name: format!("ratchet-{ns_name}"),
+            endpoint: endpoint.clone(),
+            namespace_selector: Some(BTreeMap::from([(
+                "kubernetes.io/metadata.name".to_string(),
+                ns_name.clone(),
+            )])),
+        },
+        &ca,
+    )
+    .await?;
+    // Installed 2026.2 with the spec at 2026.1: any update is a refused downgrade.
+    alpha
+        .patch_status(
+            "c007",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "installedRelease": "2026.2" } })),
+        )
+        .await?;
+    let refused = storage::migrate(&client, CRD, MigrationOptions::default()).await;
+    match &refused {
+        Err(MigrationError::Rewrite { name, .. }) => ensure!(name == "c007", "{refused:?}"),
+        other => anyhow::bail!("expected a refused rewrite, got {other:?}"),
+    }
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    ensure!(
+        message.contains("storedVersions left unchanged"),
+        "{message}"
+    );
+    ensure!(
+        stored_versions(&client).await?.len() == 2,
+        "not pruned after a stop"
+    );
+
+    // Pre-flight: dropping v1alpha1 now would strand objects.
+    let live = crds.get(CRD).await?;
+    let v1beta1_only = v1beta1::Cinder::crd();
+    ensure!(!storage::preflight(&live, &v1beta1_only).is_empty());
+
+    // 4. Fixed, and migrated in small pages while etcd compacts under the
+    // listing (the continue token expires; the migration lists again).
+    alpha
+        .patch_status(
+            "c007",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "installedRelease": "2026.1" } })),
+        )
+        .await?;
+    let compacting = etcd.clone();
+    let compactions = Arc::new(Mutex::new(0u32));
+    let counter = compactions.clone();
+    let handle = tokio::runtime::Handle::current();
+    let options = MigrationOptions {
+        page_size: 10,
+        max_restarts: 5,
+        on_page: Some(Box::new(move |rewritten| {
+            let mut done = counter.lock().unwrap_or_else(|p| p.into_inner());
+            if rewritten >= 20 && *done == 0 {
+                *done += 1;
+                let etcd = compacting.clone();
+                // The callback is synchronous; compaction must finish before
+                // the next page is requested.
+                let compacted = tokio::task::block_in_place(|| {
+                    handle.block_on(async move { etcd.compact().await })
+                });
+                if let Err(e) = compacted {
+                    tracing::warn!(error = %e, "compaction failed");
+                }
+            }
+        })),
+    };
+    let migration = storage::migrate(&client, CRD, options).await?;
+    ensure!(migration.pruned, "{migration:?}");
+    ensure!(
+        migration.pages >= (OBJECTS as u64 + 1) / 10,
+        "paged: {migration:?}"
+    );
+    ensure!(
+        migration.restarts >= 1,
+        "the expired continue token was survived: {migration:?}"
+    );
+    ensure!(stored_versions(&client).await? == ["v1beta1"]);
+    let after = stored_as(&etcd, &ns_name).await?;
+    ensure!(after.len() == OBJECTS + 1);
+    ensure!(
+        after
+            .values()
+            .all(|v| v == "cinder.openstack.c5c3.io/v1beta1"),
+        "{after:?}"
+    );
+    ensure!(storage::preflight(&crds.get(CRD).await?, &v1beta1_only).is_empty());
+
+    // 5. The next CRD drops v1alpha1. Managed fields that name it are cleaned
+    // by the migration, and every object lists and server-side applies.
+    apply_crd(&client, &v1beta1_only).await?;
+    let cleaning = storage::migrate(&client, CRD, MigrationOptions::default()).await?;
+    ensure!(
+        cleaning.managed_fields_cleaned >= OBJECTS as u64,
+        "{cleaning:?}"
+    );
+    let dynamic: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns_name, &resource("v1beta1"));
+    let listed = dynamic.list(&ListParams::default()).await?;
+    ensure!(listed.items.len() == OBJECTS + 1);
+    for object in &listed.items {
+        ensure!(
+            object
+                .metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .all(|f| f.api_version.as_deref() != Some("cinder.openstack.c5c3.io/v1alpha1")),
+            "{:?}",
+            object.metadata.name
+        );
+    }
+    for object in listed.items {
+        let name = object.metadata.name.clone().context("name")?;
+        let patch = json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+            "kind": "Cinder",
+            "metadata": { "name": name, "labels": { "migrated": "yes" } },
+        });
+        dynamic
+            .patch(
+                &name,
+                &PatchParams::apply("storage-test"),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .with_context(|| format!("server-side apply of {name}"))?;
+    }
+
+    drop(webhook);
+    Ok(())
+}
