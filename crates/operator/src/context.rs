@@ -25,6 +25,10 @@ pub struct OperatorConfig {
     pub metrics_bind: Option<std::net::SocketAddr>,
     /// Run the controllers only while holding this Lease (None: always).
     pub leader_election: Option<crate::leader::LeaderElection>,
+    /// Migrate Ratchet's CRDs' stored objects to their storage version and prune
+    /// `status.storedVersions` (needs cluster-wide rights on the resources; off
+    /// by default in single-namespace mode).
+    pub storage_migration: bool,
 }
 
 impl Default for OperatorConfig {
@@ -36,6 +40,7 @@ impl Default for OperatorConfig {
             webhook: None,
             metrics_bind: None,
             leader_election: None,
+            storage_migration: false,
         }
     }
 }

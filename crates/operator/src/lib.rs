@@ -97,13 +97,13 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         match election {
             None => {
                 let mut stop = stop;
-                service::run_all(ctx, async move {
+                controllers(ctx, async move {
                     let _ = stop.wait_for(|s| *s).await;
                 })
                 .await;
             }
             Some(election) => {
-                leader::run_while_leading(ctx, election, stop, service::run_all).await;
+                leader::run_while_leading(ctx, election, stop, controllers).await;
             }
         }
     });
@@ -115,4 +115,20 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         metrics_server,
         metrics,
     })
+}
+
+/// Everything that runs while this replica may write: every service's
+/// controller and, when enabled, the stored-version migration.
+async fn controllers(
+    ctx: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    use futures::FutureExt;
+    let shutdown = shutdown.shared();
+    let migration = ctx.config.storage_migration;
+    tokio::join!(service::run_all(ctx.clone(), shutdown.clone()), async {
+        if migration {
+            storage::runner::run(ctx.clone(), shutdown.clone()).await;
+        }
+    });
 }

@@ -43,6 +43,17 @@ struct PhaseLabels {
     phase: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MigrationLabels {
+    crd: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CrdLabels {
+    crd: String,
+}
+
 fn phase_buckets() -> Histogram {
     // 0.5 s to about 2.3 h.
     Histogram::new(exponential_buckets(0.5, 2.0, 15))
@@ -63,6 +74,8 @@ pub struct Metrics {
     phase_duration: Family<PhaseLabels, Histogram>,
     current_phase: Mutex<HashMap<(String, String, String), String>>,
     webhook_duration: Family<ServiceLabels, Histogram>,
+    migrations: Family<MigrationLabels, Counter>,
+    migrated_objects: Family<CrdLabels, Counter>,
     ready: AtomicBool,
 }
 
@@ -107,6 +120,18 @@ impl Default for Metrics {
             "Time to answer one admission review",
             webhook_duration.clone(),
         );
+        let migrations = Family::<MigrationLabels, Counter>::default();
+        let migrated_objects = Family::<CrdLabels, Counter>::default();
+        registry.register(
+            "storage_migrations",
+            "Stored-version migrations, by CRD and outcome (pruned, clean, changed, failed)",
+            migrations.clone(),
+        );
+        registry.register(
+            "storage_migrated_objects",
+            "Objects rewritten in their CRD's storage version",
+            migrated_objects.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -116,12 +141,27 @@ impl Default for Metrics {
             phase_duration,
             current_phase: Mutex::new(HashMap::new()),
             webhook_duration,
+            migrations,
+            migrated_objects,
             ready: AtomicBool::new(false),
         }
     }
 }
 
 impl Metrics {
+    /// One finished stored-version migration.
+    pub fn storage_migration(&self, crd: &str, outcome: &str, rewritten: u64) {
+        self.migrations
+            .get_or_create(&MigrationLabels {
+                crd: crd.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+        self.migrated_objects
+            .get_or_create(&CrdLabels { crd: crd.into() })
+            .inc_by(rewritten);
+    }
+
     pub fn reconciled(&self, service: &str, took: Duration) {
         let labels = ServiceLabels {
             service: service.into(),

@@ -29,3 +29,15 @@ pub fn leader_rules() -> Value {
 pub fn webhook_rules() -> Value {
     json!([{ "apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"], "verbs": ["get", "create", "patch"] }])
 }
+
+/// Cluster-scoped rules for the stored-version migration: read the CRDs, prune
+/// their `status.storedVersions`, and rewrite every object of Ratchet's
+/// resources in every namespace (a no-op update).
+pub fn storage_migration_rules() -> Value {
+    json!([
+        { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"] },
+        { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions/status"], "verbs": ["update"] },
+        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["list", "update"] },
+        { "apiGroups": ["ironic.openstack.c5c3.io"], "resources": ["ironics"], "verbs": ["list", "update"] },
+    ])
+}

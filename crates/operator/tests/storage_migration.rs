@@ -281,30 +281,53 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     );
     ensure!(storage::preflight(&crds.get(CRD).await?, &v1beta1_only).is_empty());
 
-    // 5. The next CRD drops v1alpha1. Managed fields that name it are cleaned
-    // by the migration, and every object lists and server-side applies.
+    // 5. The operator runs the migration whenever a Ratchet CRD changes. The
+    // next CRD drops v1alpha1: the managed fields that name it are cleaned, and
+    // every object lists and server-side applies.
+    let operator = ratchet_operator::start(
+        client.clone(),
+        ratchet_operator::OperatorConfig {
+            // Its service controllers have nothing to do here.
+            namespace: Some("no-such-namespace".into()),
+            storage_migration: true,
+            ..ratchet_operator::OperatorConfig::default()
+        },
+    )
+    .await?;
     apply_crd(&client, &v1beta1_only).await?;
-    let cleaning = storage::migrate(&client, CRD, MigrationOptions::default()).await?;
-    ensure!(
-        cleaning.managed_fields_cleaned >= OBJECTS as u64,
-        "{cleaning:?}"
-    );
     let dynamic: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &ns_name, &resource("v1beta1"));
-    let listed = dynamic.list(&ListParams::default()).await?;
-    ensure!(listed.items.len() == OBJECTS + 1);
-    for object in &listed.items {
-        ensure!(
-            object
-                .metadata
-                .managed_fields
-                .iter()
-                .flatten()
-                .all(|f| f.api_version.as_deref() != Some("cinder.openstack.c5c3.io/v1alpha1")),
-            "{:?}",
-            object.metadata.name
-        );
+    let names: Vec<String> = dynamic
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect();
+    ensure!(names.len() == OBJECTS + 1);
+    for name in &names {
+        until(
+            &dynamic,
+            name,
+            TIMEOUT,
+            "managed fields of v1alpha1 cleaned",
+            |o: &DynamicObject| {
+                o.metadata
+                    .managed_fields
+                    .iter()
+                    .flatten()
+                    .all(|f| f.api_version.as_deref() != Some("cinder.openstack.c5c3.io/v1alpha1"))
+            },
+        )
+        .await?;
     }
+    let metrics = operator.metrics().encode();
+    ensure!(
+        metrics.contains("ratchet_storage_migrations_total{crd=\"cinders.cinder.openstack.c5c3.io\",outcome=\"clean\"}"),
+        "{metrics}"
+    );
+    operator.stop().await;
+    let listed = dynamic.list(&ListParams::default()).await?;
     for object in listed.items {
         let name = object.metadata.name.clone().context("name")?;
         let patch = json!({

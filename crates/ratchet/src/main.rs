@@ -5,6 +5,7 @@ mod demo;
 mod manage;
 mod manifests;
 mod operator;
+mod storage;
 
 use clap::{Parser, Subcommand};
 
@@ -52,6 +53,8 @@ enum Command {
     Manifests(manifests::ManifestsArgs),
     /// Print Ratchet's CRDs as YAML (or write them, one file each, into a directory).
     Crds(crds::CrdsArgs),
+    /// How Kubernetes stores Ratchet's resources: report, migrate, pre-flight.
+    Storage(storage::StorageArgs),
 }
 
 #[tokio::main]
@@ -86,5 +89,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Status(args) => manage::status(args).await,
         Command::Plan(args) => manage::plan_cmd(args).await,
         Command::Abort(args) => manage::abort(args).await,
+        Command::Storage(args) => storage::run(args).await,
     }
 }

@@ -99,6 +99,19 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
     ));
     docs.push(role(
         "ClusterRole",
+        "ratchet-storage",
+        None,
+        rbac::storage_migration_rules(),
+    ));
+    docs.push(binding(
+        "ClusterRoleBinding",
+        "ratchet-storage",
+        None,
+        "ClusterRole",
+        ns,
+    ));
+    docs.push(role(
+        "ClusterRole",
         "ratchet-webhook",
         None,
         rbac::webhook_rules(),
@@ -119,6 +132,9 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
         "--metrics-bind=0.0.0.0:8080".into(),
         "--webhook-bind=0.0.0.0:9443".into(),
         format!("--webhook-register-service={ns}/ratchet:443"),
+        // Cluster-wide even when one namespace is watched: storedVersions is
+        // a property of the whole cluster.
+        "--storage-migration=true".into(),
     ];
     if let Some(watched) = &args.watch_namespace {
         operator_args.push(format!("--namespace={watched}"));

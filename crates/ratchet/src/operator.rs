@@ -48,6 +48,11 @@ pub struct OperatorArgs {
     /// Register the webhook at this URL base (e.g. https://127.0.0.1:9443).
     #[arg(long)]
     webhook_register_url: Option<String>,
+    /// Migrate Ratchet's CRDs' stored objects to the storage version and prune
+    /// storedVersions, at start-up and whenever a CRD changes (default: on when
+    /// watching all namespaces; it needs cluster-wide rights).
+    #[arg(long)]
+    storage_migration: Option<bool>,
 }
 
 fn parse_service(text: &str) -> anyhow::Result<Endpoint> {
@@ -124,6 +129,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
             duration_seconds: args.lease_duration_seconds.max(2),
             grace_seconds: (args.lease_duration_seconds.max(2) / 3).max(1),
         }),
+        storage_migration: args.storage_migration.unwrap_or(args.namespace.is_none()),
         ..OperatorConfig::default()
     };
     let handle = ratchet_operator::start(client, config).await?;

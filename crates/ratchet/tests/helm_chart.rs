@@ -168,6 +168,14 @@ fn chart_rbac_is_the_operators_own_list() -> Result<()> {
         "deploy/helm/ratchet/templates/_helpers.tpl drifted from crates/operator/src/rbac.rs: {}",
         role["rules"]
     );
+    let storage = find(&docs, "ClusterRole", "ratchet-storage").context("storage role")?;
+    ensure!(
+        storage["rules"] == ratchet_operator::rbac::storage_migration_rules(),
+        "the chart's storage-migration rules drifted from crates/operator/src/rbac.rs: {}",
+        storage["rules"]
+    );
+    let off = render(&["storageMigration.enabled=false"])?;
+    ensure!(find(&off, "ClusterRole", "ratchet-storage").is_none());
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 //! check for applying the next Ratchet's CRDs.
 
 pub mod migrator;
+pub mod runner;
 pub mod versions;
 
 pub use migrator::{Migration, MigrationError, MigrationOptions, migrate};

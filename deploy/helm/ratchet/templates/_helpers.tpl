@@ -45,3 +45,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end -}}
+
+{{/* The stored-version migration's cluster-wide rules (docs/permissions.md). */}}
+{{- define "ratchet.storageRules" -}}
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions/status"]
+  verbs: ["update"]
+- apiGroups: ["cinder.openstack.c5c3.io"]
+  resources: ["cinders"]
+  verbs: ["list", "update"]
+- apiGroups: ["ironic.openstack.c5c3.io"]
+  resources: ["ironics"]
+  verbs: ["list", "update"]
+{{- end -}}

@@ -1,0 +1,136 @@
+//! Runs the stored-version migration of every Ratchet CRD at start-up and again
+//! whenever a CRD's generation changes (a version added or removed, the storage
+//! version moved): the watch on the CRDs' metadata wakes it, nothing polls. A
+//! failed migration is retried with backoff and reported as a Warning event on
+//! the CRD, a metric and a log line.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::Resource;
+use kube::core::PartialObjectMeta;
+use kube::runtime::{WatchStreamExt, watcher};
+
+use ratchet_phase_machine::{Event, EventType};
+
+use super::migrator::{MigrationOptions, migrate};
+use crate::context::Context;
+use crate::error::backoff;
+
+/// The CRDs Ratchet owns, by name.
+pub fn ratchet_crds() -> Vec<String> {
+    ratchet_api::crds()
+        .into_iter()
+        .filter_map(|(_, crd)| crd.metadata.name)
+        .collect()
+}
+
+/// Until `shutdown`: migrate each Ratchet CRD whose generation was not migrated yet.
+pub async fn run(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = ()>) {
+    let names = ratchet_crds();
+    // Metadata only: the generation is all that matters here.
+    let api: Api<PartialObjectMeta<CustomResourceDefinition>> = Api::all(ctx.client.clone());
+    let changes = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .applied_objects();
+    let mut migrated: HashMap<String, i64> = HashMap::new();
+    let mut failures: HashMap<String, u32> = HashMap::new();
+    let work = async {
+        let mut changes = std::pin::pin!(changes);
+        while let Some(change) = changes.next().await {
+            let Ok(meta) = change else { continue };
+            let (Some(name), Some(generation)) =
+                (meta.metadata.name.clone(), meta.metadata.generation)
+            else {
+                continue;
+            };
+            if !names.contains(&name) || migrated.get(&name) == Some(&generation) {
+                continue;
+            }
+            loop {
+                match migrate_once(&ctx, &name).await {
+                    Ok(()) => {
+                        migrated.insert(name.clone(), generation);
+                        failures.remove(&name);
+                        break;
+                    }
+                    Err(()) => {
+                        let count = failures.entry(name.clone()).or_default();
+                        *count += 1;
+                        let delay = backoff(*count).max(Duration::from_secs(1));
+                        tokio::time::sleep(delay).await;
+                    }
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = work => {}
+        _ = shutdown => {}
+    }
+}
+
+async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    let reference = match crds.get(name).await {
+        Ok(crd) => crd.object_ref(&()),
+        Err(e) => {
+            tracing::warn!(crd = name, error = %e, "stored-version migration: reading the CRD failed");
+            return Err(());
+        }
+    };
+    let started = std::time::Instant::now();
+    match migrate(&ctx.client, name, MigrationOptions::default()).await {
+        Ok(migration) => {
+            let outcome = if migration.pruned {
+                "pruned"
+            } else if migration
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("changed"))
+            {
+                "changed"
+            } else {
+                "clean"
+            };
+            ctx.metrics
+                .storage_migration(name, outcome, migration.rewritten);
+            tracing::info!(crd = name, outcome, rewritten = migration.rewritten, pages = migration.pages, restarts = migration.restarts, took = ?started.elapsed(), "stored-version migration finished");
+            if migration.pruned {
+                let note = format!(
+                    "rewrote {} objects as {}; storedVersions pruned from [{}] to [{}]",
+                    migration.rewritten,
+                    migration.storage,
+                    migration.stored_before.join(", "),
+                    migration.storage
+                );
+                ctx.events.publish(
+                    &reference,
+                    &[Event {
+                        kind: EventType::Normal,
+                        reason: "StorageMigrated".into(),
+                        message: note,
+                    }],
+                );
+            }
+            Ok(())
+        }
+        Err(e) => {
+            ctx.metrics.storage_migration(name, "failed", 0);
+            tracing::warn!(crd = name, error = %e, "stored-version migration failed");
+            ctx.events.publish(
+                &reference,
+                &[Event {
+                    kind: EventType::Warning,
+                    reason: "StorageMigrationFailed".into(),
+                    message: e.to_string(),
+                }],
+            );
+            Err(())
+        }
+    }
+}
