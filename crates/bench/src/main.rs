@@ -7,6 +7,7 @@ mod install;
 mod operator;
 mod setup;
 mod stats;
+mod storage;
 mod upgrade;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,8 @@ enum Command {
     Upgrade(upgrade::UpgradeArgs),
     /// The operator process: RSS at idle and under load, standby takeover time.
     Operator(operator::OperatorArgs),
+    /// Stored-version migration of many objects: throughput and peak memory.
+    Storage(storage::StorageArgs),
 }
 
 #[tokio::main]
@@ -43,5 +46,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Install(args) => install::run(args).await,
         Command::Upgrade(args) => upgrade::run(args).await,
         Command::Operator(args) => operator::run(args).await,
+        Command::Storage(args) => storage::run(args).await,
     }
 }

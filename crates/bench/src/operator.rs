@@ -26,7 +26,7 @@ pub struct OperatorArgs {
     cinders: usize,
 }
 
-fn ratchet_binary() -> anyhow::Result<PathBuf> {
+pub fn ratchet_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let path = exe.parent().context("binary directory")?.join("ratchet");
     if !path.is_file() {

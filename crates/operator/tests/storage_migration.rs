@@ -243,6 +243,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     let handle = tokio::runtime::Handle::current();
     let options = MigrationOptions {
         page_size: 10,
+        concurrency: 4,
         max_restarts: 5,
         on_page: Some(Box::new(move |rewritten| {
             let mut done = counter.lock().unwrap_or_else(|p| p.into_inner());

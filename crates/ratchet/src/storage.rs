@@ -52,6 +52,9 @@ struct MigrateArgs {
     /// Objects per list page.
     #[arg(long, default_value_t = 500)]
     page_size: u32,
+    /// Rewrites in flight at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
 }
 
 #[derive(Args)]
@@ -171,6 +174,7 @@ async fn migrate(client: &Client, args: MigrateArgs) -> anyhow::Result<()> {
             &name,
             MigrationOptions {
                 page_size: args.page_size,
+                concurrency: args.concurrency,
                 ..MigrationOptions::default()
             },
         )

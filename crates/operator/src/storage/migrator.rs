@@ -8,6 +8,7 @@
 //! stops the migration with an error naming the object; nothing is pruned after
 //! a stop, so a version that may still be stored is never forgotten.
 
+use futures::{StreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -19,6 +20,8 @@ use super::versions::{CrdVersions, served_managed_fields};
 pub struct MigrationOptions {
     /// Objects per list page (the list is never read whole).
     pub page_size: u32,
+    /// Rewrites in flight at once.
+    pub concurrency: usize,
     /// Times the listing may start over after its continue token expired.
     pub max_restarts: u32,
     /// Called after each page with the objects rewritten so far (progress
@@ -30,6 +33,7 @@ impl Default for MigrationOptions {
     fn default() -> Self {
         MigrationOptions {
             page_size: 500,
+            concurrency: 8,
             max_restarts: 5,
             on_page: None,
         }
@@ -174,8 +178,13 @@ pub async fn migrate(
             }
         };
         migration.pages += 1;
-        for object in page.items {
-            match rewrite(client, &resource, &versions, &storage, object, full).await? {
+        // Rewrites are independent: several in flight, the first refusal stops
+        // the page (and with it the migration).
+        let mut rewrites = stream::iter(page.items)
+            .map(|object| rewrite(client, &resource, &versions, &storage, object, full))
+            .buffer_unordered(options.concurrency.max(1));
+        while let Some(done) = rewrites.next().await {
+            match done? {
                 Rewrite::Skipped => {}
                 Rewrite::Stored => migration.rewritten += 1,
                 Rewrite::Cleaned => {
