@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Args;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Namespace;
@@ -16,8 +16,8 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use ratchet_api::cinder::{self, v1alpha1};
+use ratchet_operator::webhooks::conversion;
 use ratchet_operator::webhooks::registration::{Endpoint, register_conversion};
-use ratchet_operator::webhooks::{conversion, server, tls};
 use ratchet_testenv::LocalCluster;
 
 use crate::operator::ratchet_binary;
@@ -86,14 +86,8 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let identity = tls::load(&tls::TlsSource::SelfManaged {
-        dns_names: vec!["localhost".into()],
-        ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
-    })?;
-    let webhook = server::start(
+    let (webhook, ca) = ratchet_operator::webhooks::serve_on_localhost(
         "127.0.0.1:0".parse()?,
-        &identity.cert_pem,
-        &identity.key_pem,
         Arc::new(ratchet_operator::metrics::Metrics::default()),
     )
     .await?;
@@ -109,7 +103,7 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
         CRD,
         &Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port())),
         conversion::CINDER_CONVERSION_PATH,
-        identity.ca_pem.as_deref().context("self-managed CA")?,
+        &ca,
     )
     .await?;
     tokio::time::timeout(

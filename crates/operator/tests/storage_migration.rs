@@ -21,8 +21,8 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client, CustomResourceExt};
 use ratchet_api::cinder::{self, v1alpha1, v1beta1};
 use ratchet_operator::storage::{self, MigrationError, MigrationOptions};
+use ratchet_operator::webhooks::conversion;
 use ratchet_operator::webhooks::registration::{self, Endpoint, Registration};
-use ratchet_operator::webhooks::{conversion, server, tls};
 use ratchet_testenv::etcd::EtcdClient;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{ClusterOptions, LocalCluster};
@@ -118,18 +118,11 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     );
 
     // 2. The operator's webhook server converts; the CRD stores v1beta1 now.
-    let identity = tls::load(&tls::TlsSource::SelfManaged {
-        dns_names: vec!["localhost".into()],
-        ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
-    })?;
-    let webhook = server::start(
+    let (webhook, ca) = ratchet_operator::webhooks::serve_on_localhost(
         "127.0.0.1:0".parse()?,
-        &identity.cert_pem,
-        &identity.key_pem,
         Arc::new(ratchet_operator::metrics::Metrics::default()),
     )
     .await?;
-    let ca = identity.ca_pem.clone().context("self-managed CA")?;
     let endpoint = Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port()));
     apply_crd(&client, &cinder::crd_v1beta1_storage()?).await?;
     registration::register_conversion(

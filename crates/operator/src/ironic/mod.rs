@@ -26,13 +26,11 @@ impl OpenStackService for Ironic {
     }
 
     fn spec_view(&self) -> SpecView {
-        SpecView {
-            generation: self.metadata.generation.unwrap_or_default(),
-            release: self.spec.open_stack_release.clone(),
-            image_repository: self.spec.image.repository.clone(),
-            image_tag: self.spec.image.tag.clone(),
-            image_digest: self.spec.image.digest.clone(),
-        }
+        status::spec_view(
+            self.metadata.generation,
+            &self.spec.open_stack_release,
+            &self.spec.image,
+        )
     }
 
     fn status_view(&self) -> StatusView {

@@ -3,7 +3,8 @@
 //! these conversions are shared.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use ratchet_phase_machine::{ConditionState, DesiredStatus, StatusView};
+use ratchet_api::common::ImageSpec;
+use ratchet_phase_machine::{ConditionState, DesiredStatus, SpecView, StatusView};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -18,6 +19,17 @@ pub fn phase_name<P: Serialize>(phase: &P) -> String {
 /// The phase enum value for a name the profile produced (`Default` for none).
 pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
     serde_json::from_value(serde_json::Value::String(name.to_string())).unwrap_or_default()
+}
+
+/// The spec as the machine sees it: every service has a release and an image.
+pub fn spec_view(generation: Option<i64>, release: &str, image: &ImageSpec) -> SpecView {
+    SpecView {
+        generation: generation.unwrap_or_default(),
+        release: release.to_string(),
+        image_repository: image.repository.clone(),
+        image_tag: image.tag.clone(),
+        image_digest: image.digest.clone(),
+    }
 }
 
 /// The stored fields every service shares.

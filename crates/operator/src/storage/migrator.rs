@@ -114,13 +114,7 @@ pub async fn migrate(
     mut options: MigrationOptions,
 ) -> Result<Migration, MigrationError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = crds
-        .get(crd_name)
-        .await
-        .map_err(|source| MigrationError::Crd {
-            crd: crd_name.into(),
-            source,
-        })?;
+    let crd = get_crd(&crds, crd_name).await?;
     let versions = CrdVersions::of(&crd);
     let storage = versions
         .storage
@@ -284,13 +278,7 @@ async fn prune(
     migration: &mut Migration,
 ) -> Result<(), MigrationError> {
     let crd_name = before.name.as_str();
-    let mut crd = crds
-        .get(crd_name)
-        .await
-        .map_err(|source| MigrationError::Crd {
-            crd: crd_name.into(),
-            source,
-        })?;
+    let mut crd = get_crd(crds, crd_name).await?;
     let now = CrdVersions::of(&crd);
     if now.generation != before.generation || now.storage.as_deref() != Some(storage) {
         migration.note = Some(format!(
@@ -312,4 +300,14 @@ async fn prune(
         })?;
     migration.pruned = true;
     Ok(())
+}
+
+async fn get_crd(
+    crds: &Api<CustomResourceDefinition>,
+    name: &str,
+) -> Result<CustomResourceDefinition, MigrationError> {
+    crds.get(name).await.map_err(|source| MigrationError::Crd {
+        crd: name.into(),
+        source,
+    })
 }

@@ -53,3 +53,21 @@ pub async fn start(
     }
     Ok(server)
 }
+
+/// A webhook server on `bind` with a freshly generated CA and a certificate for
+/// localhost: for local clusters, tests and benchmarks that point a CRD or a
+/// webhook configuration at it. Returns the server and the CA (PEM).
+pub async fn serve_on_localhost(
+    bind: SocketAddr,
+    metrics: Arc<Metrics>,
+) -> Result<(WebhookServer, String)> {
+    let identity = tls::load(&TlsSource::SelfManaged {
+        dns_names: vec!["localhost".into()],
+        ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+    })?;
+    let server = server::start(bind, &identity.cert_pem, &identity.key_pem, metrics).await?;
+    let ca = identity
+        .ca_pem
+        .ok_or_else(|| Error::Tls("a self-managed identity has a CA".into()))?;
+    Ok((server, ca))
+}
