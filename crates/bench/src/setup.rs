@@ -74,3 +74,27 @@ pub fn mean_reconcile_seconds(operator: &OperatorHandle) -> Option<f64> {
     let count = value("ratchet_reconcile_duration_seconds_count")?;
     (count > 0.0).then(|| sum / count)
 }
+
+/// Reconcile passes slower than `bound_seconds` (a bucket bound of the
+/// operator's histogram, e.g. 0.128), out of all passes.
+pub fn slow_reconciles(operator: &OperatorHandle, bound_seconds: &str) -> Option<(u64, u64)> {
+    let text = operator.metrics().encode();
+    let sum_of = |prefix: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .map(|v| v as u64)
+            .sum()
+    };
+    let total = sum_of("ratchet_reconcile_duration_seconds_count");
+    let within = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("ratchet_reconcile_duration_seconds_bucket")
+                && l.contains(&format!("le=\"{bound_seconds}\""))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum::<u64>();
+    (total > 0).then(|| (total - within, total))
+}

@@ -15,7 +15,7 @@ use kube::{Api, Client};
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_testenv::wait::until;
 
-use crate::setup::{Bench, REPO, mean_reconcile_seconds, settled_at};
+use crate::setup::{Bench, REPO, mean_reconcile_seconds, settled_at, slow_reconciles};
 use crate::stats::summary;
 
 #[derive(Args)]
@@ -245,6 +245,9 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
     }
     if let Some(mean) = mean_reconcile_seconds(&bench.operator) {
         println!("operator reconcile pass: mean {:.1} ms", mean * 1000.0);
+    }
+    if let Some((slow, total)) = slow_reconciles(&bench.operator, "0.128") {
+        println!("operator reconcile passes over 128 ms: {slow} of {total}");
     }
     bench.operator.stop().await;
     println!(
