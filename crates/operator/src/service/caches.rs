@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use futures::Stream;
+use futures::{FutureExt, Stream};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 
 use super::api;
 use crate::context::Context;
+use crate::error::{Error, Result};
 use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
 
 /// The stores of one service's controller.
@@ -86,15 +87,38 @@ impl Caches {
 
     /// Resolves once every store holds its initial list: before that, a missing
     /// child may only be unlisted, and deciding on it would flap the status.
-    pub async fn ready(&self) {
-        let _ = tokio::join!(
-            self.jobs.wait_until_ready(),
-            self.deployments.wait_until_ready(),
-            self.stateful_sets.wait_until_ready(),
-            self.config_maps.wait_until_ready(),
-            self.services.wait_until_ready(),
-        );
+    /// Bounded: a store that cannot list (e.g. RBAC without `statefulsets`)
+    /// fails the pass with an error naming it instead of stalling it.
+    pub async fn ready(&self) -> Result<()> {
+        let waits = [
+            ("jobs", wait(&self.jobs).boxed()),
+            ("deployments", wait(&self.deployments).boxed()),
+            ("statefulsets", wait(&self.stateful_sets).boxed()),
+            ("configmaps", wait(&self.config_maps).boxed()),
+            ("services", wait(&self.services).boxed()),
+        ];
+        for (kind, ready) in waits {
+            if tokio::time::timeout(READY_TIMEOUT, ready).await.is_err() {
+                return Err(Error::Blocked {
+                    reason: "CacheNotReady".into(),
+                    message: format!(
+                        "the watch cache of {kind} did not fill within {READY_TIMEOUT:?}; check that the operator may list and watch {kind}"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
+}
+
+/// How long a pass waits for the caches' initial lists.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn wait<K>(store: &Store<K>)
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let _ = store.wait_until_ready().await;
 }
 
 /// The cached objects one resource owns (by its service and instance labels).

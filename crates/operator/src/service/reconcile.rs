@@ -68,7 +68,7 @@ impl<S: OpenStackService> Pass<S> {
     }
 
     pub async fn run(&self, cached: Arc<S>, ctx: Arc<Context>) -> Result<Action> {
-        self.caches.ready().await;
+        self.caches.ready().await?;
         let object = self.freshest(cached);
         let owner = Owner::of(S::SERVICE, object.as_ref())?;
         let model = object.model(&owner.name);
