@@ -9,6 +9,7 @@ use kube::runtime::events::{Recorder, Reporter};
 
 use crate::events::Publisher;
 use crate::metrics::Metrics;
+use crate::webhooks::ConversionTarget;
 
 /// How an operator instance is set up.
 #[derive(Clone, Debug)]
@@ -52,6 +53,8 @@ pub struct Context {
     /// an ordered queue.
     pub events: Publisher,
     pub metrics: Arc<Metrics>,
+    /// Where Ratchet's CRDs' conversion must point, when this operator serves it.
+    pub conversion: Option<ConversionTarget>,
     failures: Mutex<HashMap<String, u32>>,
 }
 
@@ -66,8 +69,14 @@ impl Context {
             client,
             config,
             metrics,
+            conversion: None,
             failures: Mutex::new(HashMap::new()),
         }
+    }
+
+    pub fn with_conversion(mut self, conversion: Option<ConversionTarget>) -> Context {
+        self.conversion = conversion;
+        self
     }
 
     /// Counts one more consecutive failure for the object and returns the count.

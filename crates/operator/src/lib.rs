@@ -86,12 +86,15 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         ),
         None => None,
     };
-    let webhook = match &config.webhook {
-        Some(webhook) => Some(webhooks::start(&client, webhook, metrics.clone()).await?),
-        None => None,
+    let (webhook, conversion) = match &config.webhook {
+        Some(webhook) => {
+            let (server, conversion) = webhooks::start(&client, webhook, metrics.clone()).await?;
+            (Some(server), conversion)
+        }
+        None => (None, None),
     };
     let election = config.leader_election.clone();
-    let ctx = Arc::new(Context::new(client, config, metrics.clone()));
+    let ctx = Arc::new(Context::new(client, config, metrics.clone()).with_conversion(conversion));
     let (tx, stop) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(async move {
         match election {
@@ -118,16 +121,17 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
 }
 
 /// Everything that runs while this replica may write: every service's
-/// controller and, when enabled, the stored-version migration.
+/// controller and, when enabled, the upkeep of Ratchet's CRDs (conversion
+/// endpoint, stored-version migration).
 async fn controllers(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     use futures::FutureExt;
     let shutdown = shutdown.shared();
-    let migration = ctx.config.storage_migration;
+    let crds_kept = ctx.config.storage_migration || ctx.conversion.is_some();
     tokio::join!(service::run_all(ctx.clone(), shutdown.clone()), async {
-        if migration {
+        if crds_kept {
             storage::runner::run(ctx.clone(), shutdown.clone()).await;
         }
     });

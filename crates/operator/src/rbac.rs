@@ -26,8 +26,12 @@ pub fn leader_rules() -> Value {
 }
 
 /// Cluster-scoped rules for keeping the webhook configuration (self-managed certificates).
+/// Also the CRDs' conversion endpoint and caBundle, kept by the same operator.
 pub fn webhook_rules() -> Value {
-    json!([{ "apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"], "verbs": ["get", "create", "patch"] }])
+    json!([
+        { "apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"], "verbs": ["get", "create", "patch"] },
+        { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch", "patch"] },
+    ])
 }
 
 /// Cluster-scoped rules for the stored-version migration: read the CRDs, prune

@@ -21,8 +21,8 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client, CustomResourceExt};
 use ratchet_api::cinder::{self, v1alpha1, v1beta1};
 use ratchet_operator::storage::{self, MigrationError, MigrationOptions};
-use ratchet_operator::webhooks::conversion;
 use ratchet_operator::webhooks::registration::{self, Endpoint, Registration};
+use ratchet_operator::webhooks::{TlsSource, WebhookConfig, conversion};
 use ratchet_testenv::etcd::EtcdClient;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{ClusterOptions, LocalCluster};
@@ -189,6 +189,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
                 "kubernetes.io/metadata.name".to_string(),
                 ns_name.clone(),
             )])),
+            conversion: false,
         },
         &ca,
     )
@@ -284,8 +285,62 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
             // Its service controllers have nothing to do here.
             namespace: Some("no-such-namespace".into()),
             storage_migration: true,
+            webhook: Some(WebhookConfig {
+                bind: "127.0.0.1:0".parse()?,
+                tls: TlsSource::SelfManaged {
+                    dns_names: vec!["localhost".into()],
+                    ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+                },
+                registration: Some(Registration {
+                    name: "ratchet-storage-operator".into(),
+                    endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
+                    namespace_selector: Some(BTreeMap::from([(
+                        "kubernetes.io/metadata.name".to_string(),
+                        "no-such-namespace".to_string(),
+                    )])),
+                    conversion: true,
+                }),
+            }),
             ..ratchet_operator::OperatorConfig::default()
         },
+    )
+    .await?;
+    // The operator points the CRD's conversion at itself, and puts it back
+    // when a re-applied CRD (Helm, GitOps) changed it.
+    let port = operator.webhook_addr().context("webhook address")?.port();
+    let ours = format!("https://127.0.0.1:{port}/convert/cinders");
+    let points_at_operator = |c: &CustomResourceDefinition| {
+        c.spec
+            .conversion
+            .as_ref()
+            .and_then(|c| c.webhook.as_ref())
+            .and_then(|w| w.client_config.as_ref())
+            .and_then(|cc| cc.url.as_deref())
+            == Some(ours.as_str())
+    };
+    until(
+        &crds,
+        CRD,
+        TIMEOUT,
+        "conversion points at the operator",
+        points_at_operator,
+    )
+    .await?;
+    crds.patch(
+        CRD,
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({ "spec": { "conversion": { "webhook": { "clientConfig": {
+            "url": "https://127.0.0.1:1/convert/cinders", "caBundle": null } } } } }),
+        ),
+    )
+    .await?;
+    until(
+        &crds,
+        CRD,
+        TIMEOUT,
+        "conversion restored",
+        points_at_operator,
     )
     .await?;
     apply_crd(&client, &v1beta1_only).await?;

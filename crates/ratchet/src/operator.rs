@@ -108,6 +108,7 @@ fn webhook_config(args: &OperatorArgs) -> anyhow::Result<Option<WebhookConfig>> 
             name: "ratchet".into(),
             endpoint,
             namespace_selector: None,
+            conversion: true,
         }),
     }))
 }

@@ -1,8 +1,10 @@
-//! Runs the stored-version migration of every Ratchet CRD at start-up and again
-//! whenever a CRD's generation changes (a version added or removed, the storage
-//! version moved): the watch on the CRDs' metadata wakes it, nothing polls. A
-//! failed migration is retried with backoff and reported as a Warning event on
-//! the CRD, a metric and a log line.
+//! Keeps Ratchet's CRDs right at start-up and whenever a CRD's generation
+//! changes (re-applied by Helm or GitOps, a version added or removed, the
+//! storage version moved): the watch on the CRDs' metadata wakes it, nothing
+//! polls. It restores the conversion webhook's endpoint and caBundle when this
+//! operator serves conversion, then runs the stored-version migration. A failed
+//! migration is retried with backoff and reported as a Warning event on the
+//! CRD, a metric and a log line.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use ratchet_phase_machine::{Event, EventType};
 use super::migrator::{MigrationOptions, migrate};
 use crate::context::Context;
 use crate::error::backoff;
+use crate::webhooks::registration::ensure_conversion;
 
 /// The CRDs Ratchet owns, by name.
 pub fn ratchet_crds() -> Vec<String> {
@@ -75,6 +78,26 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = 
 }
 
 async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
+    if let Some(target) = &ctx.conversion {
+        match ensure_conversion(&ctx.client, target).await {
+            // The patch changes the CRD: the next generation brings us back.
+            Ok(true) => {
+                tracing::info!(
+                    crd = name,
+                    "conversion webhook endpoint and caBundle restored"
+                );
+                return Ok(());
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(crd = name, error = %e, "keeping the conversion webhook configured failed");
+                return Err(());
+            }
+        }
+    }
+    if !ctx.config.storage_migration {
+        return Ok(());
+    }
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
     let reference = match crds.get(name).await {
         Ok(crd) => crd.object_ref(&()),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use kube::Client;
 
-pub use registration::{Endpoint, Registration};
+pub use registration::{ConversionTarget, Endpoint, Registration};
 pub use server::WebhookServer;
 pub use tls::TlsSource;
 
@@ -29,13 +29,14 @@ pub struct WebhookConfig {
     pub registration: Option<Registration>,
 }
 
-/// Starts serving and, when asked, registers the configuration. With a URL
-/// endpoint whose port is 0, the bound port is filled in.
+/// Starts serving and, when asked, registers the configuration (and the CRDs'
+/// conversion, returned so it can be kept). With a URL endpoint whose port is
+/// 0, the bound port is filled in.
 pub async fn start(
     client: &Client,
     config: &WebhookConfig,
     metrics: Arc<Metrics>,
-) -> Result<WebhookServer> {
+) -> Result<(WebhookServer, Option<ConversionTarget>)> {
     let identity = tls::load(&config.tls)?;
     let server = server::start(config.bind, &identity.cert_pem, &identity.key_pem, metrics).await?;
     if let Some(registration) = &config.registration {
@@ -50,8 +51,16 @@ pub async fn start(
             registration.endpoint = Endpoint::Url(format!("{base}:{}", server.local_addr.port()));
         }
         registration::register(client, &registration, ca).await?;
+        if registration.conversion {
+            let target = ConversionTarget {
+                endpoint: registration.endpoint.clone(),
+                ca_pem: ca.to_string(),
+            };
+            registration::ensure_conversion(client, &target).await?;
+            return Ok((server, Some(target)));
+        }
     }
-    Ok(server)
+    Ok((server, None))
 }
 
 /// A webhook server on `bind` with a freshly generated CA and a certificate for

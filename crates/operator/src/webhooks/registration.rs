@@ -11,6 +11,9 @@ use serde_json::json;
 use ratchet_api::cinder::v1alpha1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
 
+use kube::CustomResourceExt;
+
+use super::conversion::CINDER_CONVERSION_PATH;
 use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
@@ -36,6 +39,49 @@ pub struct Registration {
     pub endpoint: Endpoint,
     /// Only namespaces with these labels are validated (None: all).
     pub namespace_selector: Option<BTreeMap<String, String>>,
+    /// Also keep the conversion of Ratchet's multi-version CRDs pointed at this
+    /// server (one operator per cluster: the CRDs are cluster-wide).
+    pub conversion: bool,
+}
+
+/// Where a CRD's conversion webhook must point, and the CA it must trust.
+#[derive(Clone, Debug)]
+pub struct ConversionTarget {
+    pub endpoint: Endpoint,
+    pub ca_pem: String,
+}
+
+/// Points the Cinder CRD's conversion at `target` unless it already does;
+/// true when it had to change it. A CRD re-applied by Helm or GitOps loses its
+/// caBundle or endpoint; the operator calls this at start-up and whenever the
+/// CRD changes, so the caBundle comes back.
+pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Result<bool> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = ratchet_api::cinder::v1alpha1::Cinder::crd_name();
+    let Some(crd) = api.get_opt(name).await? else {
+        return Ok(false);
+    };
+    let desired = client_config(&target.endpoint, CINDER_CONVERSION_PATH, &target.ca_pem);
+    let current = crd
+        .spec
+        .conversion
+        .as_ref()
+        .filter(|c| c.strategy == "Webhook")
+        .and_then(|c| c.webhook.as_ref())
+        .map(|w| serde_json::to_value(&w.client_config))
+        .transpose()?;
+    if current.as_ref() == Some(&desired) {
+        return Ok(false);
+    }
+    register_conversion(
+        client,
+        name,
+        &target.endpoint,
+        CINDER_CONVERSION_PATH,
+        &target.ca_pem,
+    )
+    .await?;
+    Ok(true)
 }
 
 /// Creates or updates the configuration. `ca_pem` is the CA that signed the

@@ -49,6 +49,8 @@ impl Harness {
                     "kubernetes.io/metadata.name".to_string(),
                     ns.name().to_string(),
                 )])),
+                // Many tests share the cluster-wide CRDs: none owns their conversion.
+                conversion: false,
             }),
         };
         let config = OperatorConfig {

@@ -108,6 +108,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                     name: "ratchet".into(),
                     endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
                     namespace_selector: None,
+                    conversion: true,
                 }),
             }),
             instance: "ratchet-demo".into(),
