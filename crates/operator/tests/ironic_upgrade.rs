@@ -419,6 +419,21 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
             && position("UpgradeInitiated").is_some(),
         "{reasons:?}"
     );
+    // The shared metrics, labelled with the service.
+    let metrics = h.scrape().await?;
+    for phase in [
+        "DatabaseUpgrade",
+        "PinnedRoll",
+        "Unpinning",
+        "OnlineMigrations",
+    ] {
+        ensure!(
+            metrics.contains(&format!(
+                "ratchet_upgrade_phase_duration_seconds_count{{service=\"ironic\",phase=\"{phase}\"}} 1"
+            )),
+            "{phase} duration missing: {metrics}"
+        );
+    }
     h.finish().await;
     Ok(())
 }
@@ -607,6 +622,99 @@ async fn fewer_than_two_replicas_is_a_warning_not_a_refusal() -> Result<()> {
         .filter(|r| r == "TooFewReplicas")
         .count();
     ensure!(warnings == 1, "announced once: {warnings}");
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyncs_first()
+-> Result<()> {
+    let h = Harness::start("ironic-guards").await?;
+    create(&h, "2026.2", 2).await?;
+    wait_settled(&h, "2026.2").await?;
+
+    // A downgrade is refused at admission, as for Cinder.
+    let refused = h
+        .api::<Ironic>()
+        .patch(
+            "i",
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({ "spec": { "openStackRelease": "2026.1", "image": { "tag": "2026.1" } } }),
+            ),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    ensure!(
+        refused.contains("admission webhook")
+            && refused.contains("older than the installed release 2026.2"),
+        "{refused}"
+    );
+
+    // An image tag naming another release stalls under ImageReleaseMismatch.
+    h.api::<Ironic>()
+        .patch(
+            "i",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": { "image": { "tag": "2027.1" } } })),
+        )
+        .await?;
+    wait_database(&h, "ImageReleaseMismatch").await?;
+    h.wait_event("i", "ImageReleaseMismatch").await?;
+
+    // A patch bump (same release, new image) re-runs the schema sync on the new
+    // image before any workload moves, and stays unpinned.
+    let sync_done = h.env.scenarios().add(
+        PodSelector::workload(h.name(), "i-db-sync").with_image_containing(":2026.2-p1"),
+        Behaviour::hang(),
+    );
+    h.api::<Ironic>()
+        .patch(
+            "i",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": { "image": { "tag": "2026.2-p1" } } })),
+        )
+        .await?;
+    wait_database(&h, "DBSyncInProgress").await?;
+    let api: Deployment = h.api::<Deployment>().get("i-api").await?;
+    let image = api
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone());
+    ensure!(
+        image.as_deref() == Some(&format!("{REPO}:2026.2")[..]),
+        "no workload moves before the sync: {image:?}"
+    );
+    h.env.scenarios().remove(sync_done);
+    // The hanging pod never finishes; replacing the Job lets the new rule apply.
+    h.api::<Job>()
+        .delete("i-db-sync", &kube::api::DeleteParams::background())
+        .await?;
+    let bumped = until(
+        &h.api::<Deployment>(),
+        "i-api",
+        Duration::from_secs(120),
+        "API on the patched image",
+        |d: &Deployment| {
+            d.spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .and_then(|p| p.containers.first())
+                .and_then(|c| c.image.as_deref())
+                == Some(&format!("{REPO}:2026.2-p1")[..])
+        },
+    )
+    .await?;
+    ensure!(pinned_template(bumped.spec.as_ref().map(|s| &s.template)).is_none());
+    let done = wait_settled(&h, "2026.2").await?;
+    ensure!(
+        done.status
+            .is_some_and(|s| s.upgrade_phase == IronicUpgradePhase::None)
+    );
     h.finish().await;
     Ok(())
 }
