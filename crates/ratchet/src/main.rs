@@ -41,7 +41,7 @@ enum Command {
     /// Start Ratchet's own local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, simulated kubelet) and keep it running.
     Demo(demo::DemoArgs),
-    /// Every Cinder: release, target, phase, the workload rolling, conditions.
+    /// Every Cinder and Ironic: release, target, phase, the workload rolling, conditions.
     Status(manage::StatusArgs),
     /// What upgrading a Cinder to a release would do (changes nothing).
     Plan(manage::PlanArgs),

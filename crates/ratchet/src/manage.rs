@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::cinder::plan::{Verdict, abort_patch, plan, render};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -71,73 +72,126 @@ async fn cinders(namespace: Option<&str>, all: bool) -> anyhow::Result<Api<Cinde
 
 fn table_header() -> String {
     format!(
-        "{:<20} {:<24} {:<9} {:<9} {:<14} {:<22} READY / DATABASE",
-        "NAMESPACE", "NAME", "RELEASE", "TARGET", "PHASE", "ROLLING"
+        "{:<7} {:<20} {:<24} {:<9} {:<9} {:<16} {:<22} READY / DATABASE",
+        "KIND", "NAMESPACE", "NAME", "RELEASE", "TARGET", "PHASE", "ROLLING"
     )
 }
 
-fn table_row(c: &Cinder) -> String {
-    let s = c.status.clone().unwrap_or_default();
+/// One row for any service resource: they all store the same status fields.
+fn table_row(object: &serde_json::Value) -> String {
+    let text = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
     let cond = |kind: &str| {
-        s.conditions
-            .iter()
-            .find(|x| x.type_ == kind)
-            .map(|x| format!("{} ({})", x.status, x.reason))
+        object
+            .pointer("/status/conditions")
+            .and_then(|c| c.as_array())
+            .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+            .map(|c| {
+                format!(
+                    "{} ({})",
+                    c["status"].as_str().unwrap_or_default(),
+                    c["reason"].as_str().unwrap_or_default()
+                )
+            })
             .unwrap_or_else(|| "-".into())
     };
-    let phase = serde_json::to_value(s.upgrade_phase)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
     format!(
-        "{:<20} {:<24} {:<9} {:<9} {:<14} {:<22} {} / {}",
-        c.metadata.namespace.clone().unwrap_or_default(),
-        c.metadata.name.clone().unwrap_or_default(),
-        s.installed_release,
-        s.target_release,
-        phase,
-        s.rolling_workload,
+        "{:<7} {:<20} {:<24} {:<9} {:<9} {:<16} {:<22} {} / {}",
+        text("/kind"),
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+        text("/status/installedRelease"),
+        text("/status/targetRelease"),
+        text("/status/upgradePhase"),
+        text("/status/rollingWorkload"),
         cond("Ready"),
         cond("DatabaseReady"),
     )
 }
 
-pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
-    let api = cinders(args.namespace.as_deref(), args.all_namespaces).await?;
-    if args.watch {
-        return watch(api).await;
+/// Every Cinder, then every Ironic, as JSON. A service whose CRD is not
+/// installed has none.
+async fn list_all(
+    cinders: &Api<Cinder>,
+    ironics: &Api<Ironic>,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for c in cinders.list(&ListParams::default()).await?.items {
+        out.push(serde_json::to_value(c)?);
     }
-    let list = api.list(&ListParams::default()).await?;
+    match ironics.list(&ListParams::default()).await {
+        Ok(list) => {
+            for i in list.items {
+                out.push(serde_json::to_value(i)?);
+            }
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(out)
+}
+
+pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let cinders = cinders(args.namespace.as_deref(), args.all_namespaces).await?;
+    let ironics: Api<Ironic> = Api::all(cinders.clone().into_client());
+    let ironics = match (args.all_namespaces, args.namespace.as_deref()) {
+        (true, _) => ironics,
+        (false, Some(ns)) => Api::namespaced(cinders.clone().into_client(), ns),
+        (false, None) => Api::default_namespaced(cinders.clone().into_client()),
+    };
+    if args.watch {
+        return watch(cinders, ironics).await;
+    }
+    let all = list_all(&cinders, &ironics).await?;
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&list.items)?),
-        Output::Yaml => print!("{}", serde_yaml_ng::to_string(&list.items)?),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&all)?),
+        Output::Yaml => print!("{}", serde_yaml_ng::to_string(&all)?),
         Output::Table => {
             println!("{}", table_header());
-            for c in &list.items {
-                println!("{}", table_row(c));
+            for object in &all {
+                println!("{}", table_row(object));
             }
         }
     }
     Ok(())
 }
 
-/// Follows every change: a line whenever a Cinder's row changes, until Ctrl-C.
-async fn watch(api: Api<Cinder>) -> anyhow::Result<()> {
+/// Follows every change: a line whenever a resource's row changes, until Ctrl-C.
+async fn watch(cinders: Api<Cinder>, ironics: Api<Ironic>) -> anyhow::Result<()> {
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
     println!("{:<10} {}", "TIME", table_header());
     let mut last: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let mut stream = watcher::watcher(api, watcher::Config::default())
+    let as_json = |r: Result<serde_json::Value, serde_json::Error>| r.map_err(anyhow::Error::from);
+    let cinder_rows = watcher::watcher(cinders, watcher::Config::default())
         .applied_objects()
+        .map(move |c| as_json(serde_json::to_value(c?)))
         .boxed();
+    // Ironics only where the CRD is installed.
+    let mut streams = vec![cinder_rows];
+    if ironics.list(&ListParams::default().limit(1)).await.is_ok() {
+        streams.push(
+            watcher::watcher(ironics, watcher::Config::default())
+                .applied_objects()
+                .map(move |i| as_json(serde_json::to_value(i?)))
+                .boxed(),
+        );
+    }
+    let mut rows = futures::stream::select_all(streams);
     let started = std::time::Instant::now();
-    while let Some(c) = stream.next().await {
-        let c = c?;
-        let row = table_row(&c);
+    while let Some(object) = rows.next().await {
+        let object = object?;
+        let row = table_row(&object);
         let key = format!(
-            "{}/{}",
-            c.metadata.namespace.clone().unwrap_or_default(),
-            c.metadata.name.clone().unwrap_or_default()
+            "{}/{}/{}",
+            object["kind"].as_str().unwrap_or_default(),
+            object["metadata"]["namespace"].as_str().unwrap_or_default(),
+            object["metadata"]["name"].as_str().unwrap_or_default()
         );
         if last.get(&key) != Some(&row) {
             println!(

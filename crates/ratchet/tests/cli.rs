@@ -118,6 +118,31 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
         "{parsed}"
     );
 
+    // Ironics are listed next to Cinders.
+    let ironic: ratchet_api::ironic::v1alpha1::Ironic =
+        serde_json::from_value(ratchet_api::ironic::example_manifest(
+            "bm",
+            "2026.1",
+            "registry.invalid/ironic",
+            "2026.1",
+            2,
+        ))?;
+    kube::Api::<ratchet_api::ironic::v1alpha1::Ironic>::namespaced(client.clone(), &name)
+        .create(&Default::default(), &ironic)
+        .await?;
+    let out = ratchet(env, &["status", "-n", &name]);
+    let rows = text(&out);
+    ensure!(
+        rows.lines()
+            .any(|l| l.starts_with("Ironic") && l.contains(" bm ")),
+        "{rows}"
+    );
+    ensure!(
+        rows.lines()
+            .any(|l| l.starts_with("Cinder") && l.contains("Migrating")),
+        "{rows}"
+    );
+
     let out = ratchet(env, &["abort", "c", "-n", &name]);
     ensure!(out.status.success(), "{}", text(&out));
     ensure!(text(&out).contains(r#""tag":"2026.1""#), "{}", text(&out));
