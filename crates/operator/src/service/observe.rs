@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, Secret};
 use kube::Api;
-use kube::api::ListParams;
+use kube::api::{GetParams, ListParams};
 use ratchet_api::common::SecretKeyRef;
 use ratchet_phase_machine::{
     JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout, Step,
@@ -310,7 +310,15 @@ async fn missing_secrets(
     let checks = refs.into_iter().map(|r| {
         let api = api.clone();
         async move {
-            let present = api.get_opt(&r.secret_name).await?.is_some_and(|s| {
+            // Served from the API server's watch cache (resourceVersion 0): a
+            // presence check needs no quorum read from etcd, and it is on the
+            // path of every reaction.
+            let secret = match api.get_with(&r.secret_name, &GetParams::any()).await {
+                Ok(secret) => Some(secret),
+                Err(kube::Error::Api(status)) if status.code == 404 => None,
+                Err(e) => return Err(e.into()),
+            };
+            let present = secret.is_some_and(|s| {
                 s.data.as_ref().is_some_and(|d| d.contains_key(&r.key))
                     || s.string_data
                         .as_ref()
