@@ -13,7 +13,8 @@ use kube::{Api, Resource};
 use ratchet_phase_machine::hash::content_hash;
 use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{
-    CheckReport, Decision, Event, EventType, JobAction, Observed, Outcome, WorkloadAction, decide,
+    CheckReport, Decision, Event, EventType, JobAction, Observed, Outcome, Profile, WorkloadAction,
+    decide,
 };
 
 use super::OpenStackService;
@@ -30,6 +31,8 @@ use crate::labels::TEMPLATE_HASH;
 /// each resource it wrote itself.
 pub struct Pass<S> {
     caches: Caches,
+    /// The service's profile, built once.
+    profile: Profile,
     /// Per resource, the object as Ratchet last wrote it (status or annotation).
     /// The controller's own cache can lag behind its writes; a pass never
     /// decides on a resource older than its own last write (which would repeat
@@ -41,6 +44,7 @@ impl<S: OpenStackService> Pass<S> {
     pub fn new(caches: Caches) -> Pass<S> {
         Pass {
             caches,
+            profile: S::profile(),
             written: Mutex::new(HashMap::new()),
         }
     }
@@ -74,7 +78,7 @@ impl<S: OpenStackService> Pass<S> {
         let model = object.model(&owner.name);
         let config_hash = content_hash(model.config.as_bytes());
         let config_map = render::config_map(&owner, &model)?;
-        let profile = S::profile();
+        let profile = &self.profile;
         // The ConfigMap is applied (when it changed) while the Secrets are
         // checked: both finish before any Job or workload that mounts it is created.
         let (_, (observed, children)) = tokio::try_join!(
@@ -82,14 +86,14 @@ impl<S: OpenStackService> Pass<S> {
             observe(
                 &ctx,
                 &self.caches,
-                &profile,
+                profile,
                 object.as_ref(),
                 &owner,
                 &model,
                 config_hash.clone()
             ),
         )?;
-        let decision = decide(&profile, &observed);
+        let decision = decide(profile, &observed);
         record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
         tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
 
@@ -104,7 +108,7 @@ impl<S: OpenStackService> Pass<S> {
         let (_, _, written) = tokio::try_join!(
             execute_jobs(&ctx, &owner, &model, &children, &ensures),
             self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
-            write_status(&ctx, object.as_ref(), &owner, &decision),
+            write_status(&ctx, profile, object.as_ref(), &owner, &decision),
         )?;
         if let Some(written) = written {
             self.remember(written);
@@ -284,11 +288,12 @@ async fn execute_jobs(
 /// resource as written.
 async fn write_status<S: OpenStackService>(
     ctx: &Context,
+    profile: &Profile,
     object: &S,
     owner: &Owner,
     decision: &Decision,
 ) -> Result<Option<S>> {
-    let status = S::desired_status(&S::profile(), &decision.status);
+    let status = S::desired_status(profile, &decision.status);
     if object.current_status() == Some(&status) {
         return Ok(None);
     }

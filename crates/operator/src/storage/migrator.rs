@@ -59,6 +59,9 @@ pub struct Migration {
     /// Whether `status.storedVersions` was pruned (false when there was nothing
     /// to do or the CRD changed during the migration; see `note`).
     pub pruned: bool,
+    /// The CRD's generation or storage version changed while objects were
+    /// rewritten: nothing was pruned, the next run (its change wakes one) does it.
+    pub crd_changed: bool,
     pub note: Option<String>,
 }
 
@@ -129,6 +132,7 @@ pub async fn migrate(
         restarts: 0,
         stored_before: versions.stored.clone(),
         pruned: false,
+        crd_changed: false,
         note: None,
     };
     // Everything is rewritten while older versions may be stored; otherwise
@@ -281,6 +285,7 @@ async fn prune(
     let mut crd = get_crd(crds, crd_name).await?;
     let now = CrdVersions::of(&crd);
     if now.generation != before.generation || now.storage.as_deref() != Some(storage) {
+        migration.crd_changed = true;
         migration.note = Some(format!(
             "the CRD changed during the migration (generation {} → {}); storedVersions not pruned, migrating again",
             before.generation, now.generation

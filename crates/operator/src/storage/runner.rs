@@ -111,11 +111,7 @@ async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
         Ok(migration) => {
             let outcome = if migration.pruned {
                 "pruned"
-            } else if migration
-                .note
-                .as_deref()
-                .is_some_and(|n| n.contains("changed"))
-            {
+            } else if migration.crd_changed {
                 "changed"
             } else {
                 "clean"
