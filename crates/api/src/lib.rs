@@ -10,18 +10,24 @@ pub mod ironic;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use kube::core::crd::MergeError;
 
 /// Every CRD Ratchet serves, with the file it is checked in as.
-pub fn crds() -> Vec<(&'static str, CustomResourceDefinition)> {
-    vec![
-        (
-            "cinders.cinder.openstack.c5c3.io.yaml",
-            cinder::v1alpha1::Cinder::crd(),
-        ),
+pub fn crds() -> Result<Vec<(&'static str, CustomResourceDefinition)>, MergeError> {
+    Ok(vec![
+        ("cinders.cinder.openstack.c5c3.io.yaml", cinder::crd()?),
         (
             "ironics.ironic.openstack.c5c3.io.yaml",
             ironic::v1alpha1::Ironic::crd(),
         ),
+    ])
+}
+
+/// The names of Ratchet's CRDs.
+pub fn crd_names() -> Vec<&'static str> {
+    vec![
+        cinder::v1beta1::Cinder::crd_name(),
+        ironic::v1alpha1::Ironic::crd_name(),
     ]
 }
 

@@ -22,11 +22,44 @@ const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef012
 
 /// An example v1alpha1 object as the API server has it, with the schema's defaults.
 fn alpha(backends: &[&str]) -> Value {
-    let mut object = example_manifest("c", "2025.2", "registry.example/cinder", "2025.2", backends);
+    let volumes: serde_json::Map<String, Value> = backends
+        .iter()
+        .map(|b| (b.to_string(), json!({ "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } })))
+        .collect();
+    json!({
+        "apiVersion": V1ALPHA1,
+        "kind": "Cinder",
+        "metadata": { "name": "c" },
+        "spec": {
+            "openStackRelease": "2025.2",
+            "image": { "repository": "registry.example/cinder", "tag": "2025.2" },
+            "database": { "secretName": "cinder-db", "key": "connection" },
+            "transport": { "secretName": "cinder-mq", "key": "transport_url" },
+            "api": {}, "scheduler": {}, "backup": {},
+            "volumes": volumes,
+        }
+    })
+}
+
+#[test]
+fn the_example_manifest_is_v1beta1_and_converts_to_the_v1alpha1_example() {
+    let mut beta = example_manifest(
+        "c",
+        "2025.2",
+        "registry.example/cinder",
+        "2025.2",
+        &["lvm", "ceph"],
+    );
+    assert_eq!(beta["apiVersion"], V1BETA1);
     for workload in ["api", "scheduler", "backup"] {
-        object["spec"][workload] = json!({});
+        beta["spec"][workload] = json!({});
     }
-    object
+    let mut expected = alpha(&["lvm", "ceph"]);
+    // The example lists lvm before ceph: the order travels in the annotation.
+    let as_alpha = converted(&beta, V1ALPHA1);
+    expected["metadata"] = as_alpha["metadata"].clone();
+    assert_eq!(as_alpha, expected);
+    assert_eq!(converted(&as_alpha, V1BETA1), beta);
 }
 
 fn converted(object: &Value, api_version: &str) -> Value {

@@ -14,7 +14,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 
 use crate::setup::REPO;
@@ -153,7 +153,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         args.cinders,
         took.as_secs_f64()
     );
-    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
     for i in 0..args.cinders {
         api.patch(
             &format!("c{i}"),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 

@@ -51,7 +51,8 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
     let binary = ratchet_binary()?;
     let cluster = LocalCluster::start().await?;
     let client = cluster.client()?;
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    ratchet_operator::install::install_crds_before_v1beta1(&client, Duration::from_secs(60))
+        .await?;
     let ns = "bench-storage";
     let namespace: Namespace =
         serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } }))?;
@@ -65,13 +66,16 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
         .map(|i| {
             let api = api.clone();
             async move {
-                let object: v1alpha1::Cinder = serde_json::from_value(cinder::example_manifest(
+                let manifest = cinder::example_manifest(
                     &format!("c{i:05}"),
                     "2026.1",
                     "registry.invalid/cinder",
                     "2026.1",
-                    &["lvm", "ceph"],
-                ))?;
+                    &["ceph", "lvm"],
+                );
+                let object: v1alpha1::Cinder = serde_json::from_value(
+                    cinder::conversion::convert(manifest, cinder::conversion::V1ALPHA1)?,
+                )?;
                 api.create(&PostParams::default(), &object).await?;
                 Ok(())
             }

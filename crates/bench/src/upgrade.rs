@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::until;
 
 use crate::setup::{Bench, REPO, mean_reconcile_seconds, settled_at, slow_reconciles};
@@ -222,7 +222,7 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         .await?;
         bench.counter.take();
         let started = Instant::now();
-        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
         api.patch("cinder", &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
         until(

@@ -19,6 +19,10 @@ pub enum Error {
 
     #[error("the object has no {0}")]
     MissingField(&'static str),
+
+    /// Ratchet's own CRD versions do not merge (a defect in Ratchet's types).
+    #[error("building Ratchet's CRDs: {0}")]
+    Crd(#[from] kube::core::crd::MergeError),
 }
 
 impl Error {
@@ -30,6 +34,7 @@ impl Error {
             Error::Serde(_) => "serde".into(),
             Error::MissingField(_) => "missing_field".into(),
             Error::Tls(_) => "tls".into(),
+            Error::Crd(_) => "crd".into(),
         }
     }
 }

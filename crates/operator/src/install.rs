@@ -12,8 +12,28 @@ use crate::error::{Error, Result};
 
 /// Applies every CRD (server-side, idempotent) and waits until each is served.
 pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
+    let crds = ratchet_api::crds()?.into_iter().map(|(_, crd)| crd);
+    apply_crds(client, crds, timeout).await
+}
+
+/// The CRDs as Ratchet shipped them before Cinder v1beta1: Cinder served and
+/// stored as v1alpha1 only. Where stored-version migration is shown and measured.
+pub async fn install_crds_before_v1beta1(client: &Client, timeout: Duration) -> Result<()> {
+    use kube::CustomResourceExt;
+    let crds = [
+        ratchet_api::cinder::v1alpha1::Cinder::crd(),
+        ratchet_api::ironic::v1alpha1::Ironic::crd(),
+    ];
+    apply_crds(client, crds, timeout).await
+}
+
+async fn apply_crds(
+    client: &Client,
+    crds: impl IntoIterator<Item = CustomResourceDefinition>,
+    timeout: Duration,
+) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for (_, crd) in ratchet_api::crds() {
+    for crd in crds {
         let name = crd
             .metadata
             .name

@@ -28,8 +28,19 @@ pub fn leader_rules() -> Value {
 /// Cluster-scoped rules for keeping the webhook configuration (self-managed certificates).
 /// Also the CRDs' conversion endpoint and caBundle, kept by the same operator.
 pub fn webhook_rules() -> Value {
-    json!([
+    let mut rules = json!([
         { "apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"], "verbs": ["get", "create", "patch"] },
+    ]);
+    if let (Some(all), Some(conversion)) = (rules.as_array_mut(), conversion_rules().as_array()) {
+        all.extend(conversion.iter().cloned());
+    }
+    rules
+}
+
+/// Cluster-scoped rules to keep the CRDs' conversion pointed at the operator
+/// (endpoint and caBundle), watching for re-applied CRDs.
+pub fn conversion_rules() -> Value {
+    json!([
         { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch", "patch"] },
     ])
 }

@@ -3,7 +3,7 @@
 
 use kube::api::PostParams;
 use kube::{Api, Client, Config};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 
 use crate::error::Result;
 

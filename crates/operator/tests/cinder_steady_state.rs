@@ -16,7 +16,7 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
@@ -242,8 +242,11 @@ async fn patch_bump_reruns_db_sync_on_the_new_image_before_rolling() -> Result<(
         PodSelector::workload(h.name(), "c-db-sync").with_image_containing("2026.1-p1"),
         Behaviour::default().with_run_time(Duration::from_secs(2)),
     );
-    h.patch_cinder("c", json!({ "spec": { "image": { "tag": "2026.1-p1" } } }))
-        .await?;
+    h.patch_cinder(
+        "c",
+        json!({ "spec": { "image": { "reference": { "tag": "2026.1-p1" } } } }),
+    )
+    .await?;
     let jobs: Api<Job> = h.api();
     until(&jobs, "c-db-sync", TIMEOUT, "new db-sync running", |j| {
         j.metadata.uid != first_uid && j.status.as_ref().and_then(|s| s.active) == Some(1)
@@ -299,8 +302,11 @@ async fn lockstep_mismatch_blocks_until_the_image_is_fixed() -> Result<()> {
             .is_empty()
     );
 
-    h.patch_cinder("c", json!({ "spec": { "image": { "tag": "2026.2" } } }))
-        .await?;
+    h.patch_cinder(
+        "c",
+        json!({ "spec": { "image": { "reference": { "tag": "2026.2" } } } }),
+    )
+    .await?;
     h.wait_ready("c").await?;
     let reasons = h.event_reasons("c").await?;
     ensure!(
@@ -315,7 +321,7 @@ async fn lockstep_mismatch_blocks_until_the_image_is_fixed() -> Result<()> {
     // A digest is trusted whatever the release.
     let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     let mut manifest = cinder_manifest("d", "2026.2", "x", &[]);
-    manifest["spec"]["image"] = json!({ "repository": REPO, "digest": digest });
+    manifest["spec"]["image"] = json!({ "repository": REPO, "reference": { "digest": digest } });
     h.create_cinder(manifest).await?;
     h.wait_ready("d").await?;
     h.finish().await;
@@ -358,8 +364,11 @@ async fn failing_db_sync_reports_and_recovers_after_a_spec_change() -> Result<()
     ensure!(failed.status.as_ref().map(|s| s.installed_release.as_str()) == Some(""));
 
     h.env.scenarios().remove(rule);
-    h.patch_cinder("c", json!({ "spec": { "image": { "tag": "2026.1-p1" } } }))
-        .await?;
+    h.patch_cinder(
+        "c",
+        json!({ "spec": { "image": { "reference": { "tag": "2026.1-p1" } } } }),
+    )
+    .await?;
     h.wait_ready("c").await?;
     let reasons = h.event_reasons("c").await?;
     ensure!(
@@ -403,7 +412,11 @@ async fn removing_a_back_end_removes_its_deployment_and_deleting_removes_all() -
     h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &["lvm", "nfs"]))
         .await?;
     h.wait_ready("c").await?;
-    h.patch_cinder("c", json!({ "spec": { "volumes": { "nfs": null } } }))
+    // A merge patch replaces the whole list; server-side apply would merge by name.
+    h.patch_cinder(
+        "c",
+        json!({ "spec": { "volumeBackends": [{ "name": "lvm", "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } }] } }),
+    )
         .await?;
     let deployments: Api<Deployment> = h.api();
     until_deleted(&deployments, "c-volume-nfs", TIMEOUT).await?;
@@ -461,23 +474,28 @@ async fn the_crd_rejects_bad_releases_and_image_pins() -> Result<()> {
     )
     .await?;
     let mut both = cinder_manifest("c", "2026.1", "2026.1", &[]);
-    both["spec"]["image"]["digest"] =
+    both["spec"]["image"]["reference"]["digest"] =
         json!("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
     reject(
         both,
-        "set exactly one of spec.image.tag and spec.image.digest",
+        "set exactly one of spec.image.reference.tag and spec.image.reference.digest",
     )
     .await?;
     let mut neither = cinder_manifest("d", "2026.1", "2026.1", &[]);
-    neither["spec"]["image"] = json!({ "repository": REPO });
+    neither["spec"]["image"] = json!({ "repository": REPO, "reference": {} });
     reject(
         neither,
-        "set exactly one of spec.image.tag and spec.image.digest",
+        "set exactly one of spec.image.reference.tag and spec.image.reference.digest",
     )
     .await?;
     reject(
         cinder_manifest("e", "2026.1", "2026.1", &["Bad_Name"]),
-        "volume back-end names",
+        "spec.volumeBackends[0].name",
+    )
+    .await?;
+    reject(
+        cinder_manifest("f", "2026.1", "2026.1", &["lvm", "lvm"]),
+        "Duplicate value",
     )
     .await?;
     h.finish().await;
@@ -493,7 +511,7 @@ async fn the_admission_webhook_refuses_a_downgrade_of_an_installed_release() -> 
     let err = h
         .patch_cinder(
             "c",
-            json!({ "spec": { "openStackRelease": "2026.1", "image": { "tag": "2026.1" } } }),
+            json!({ "spec": { "openStackRelease": "2026.1", "image": { "reference": { "tag": "2026.1" } } } }),
         )
         .await
         .err()

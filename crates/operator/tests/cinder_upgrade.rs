@@ -14,7 +14,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::runtime::watcher;
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::testing::settled_at;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
@@ -34,7 +34,7 @@ async fn installed(prefix: &str, release: &str, backends: &[&str]) -> Result<Har
 async fn bump(h: &Harness, release: &str) -> Result<Cinder> {
     h.patch_cinder(
         "c",
-        json!({ "spec": { "openStackRelease": release, "image": { "tag": release } } }),
+        json!({ "spec": { "openStackRelease": release, "image": { "reference": { "tag": release } } } }),
     )
     .await
 }
@@ -684,7 +684,7 @@ async fn lone_release_bump_with_a_tag_stalls_and_with_a_digest_upgrades() -> Res
 
     let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     let mut manifest = cinder_manifest("d", "2026.1", "x", &[]);
-    manifest["spec"]["image"] = json!({ "repository": REPO, "digest": digest });
+    manifest["spec"]["image"] = json!({ "repository": REPO, "reference": { "digest": digest } });
     h.create_cinder(manifest).await?;
     h.wait_ready("d").await?;
     h.patch_cinder("d", json!({ "spec": { "openStackRelease": "2026.2" } }))

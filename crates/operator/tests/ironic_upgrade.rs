@@ -690,6 +690,22 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
         "no workload moves before the sync: {image:?}"
     );
     h.env.scenarios().remove(sync_done);
+    // The condition can be written before the Job is: wait for the new one.
+    until(
+        &h.api::<Job>(),
+        "i-db-sync",
+        TIMEOUT,
+        "the patch bump's db sync Job",
+        |job: &Job| {
+            job.spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .and_then(|p| p.containers.first())
+                .and_then(|c| c.image.as_deref())
+                .is_some_and(|i| i.ends_with(":2026.2-p1"))
+        },
+    )
+    .await?;
     // The hanging pod never finishes; replacing the Job lets the new rule apply.
     h.api::<Job>()
         .delete("i-db-sync", &kube::api::DeleteParams::background())

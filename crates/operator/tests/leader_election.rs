@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kube::api::{Patch, PatchParams};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::leader::LeaderElection;
 use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
@@ -68,7 +68,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() -> Result<()> {
         PodSelector::workload(&name, "c-db-expand"),
         Behaviour::default().with_run_time(Duration::from_secs(2)),
     );
-    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
     api.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     until(

@@ -81,7 +81,7 @@ async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes
         PodSelector::workload(&name, "c-db-migrate"),
         Behaviour::succeed_with_message("cinder-status upgrade check exit 0"),
     );
-    let patch = json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    let patch = json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
     api.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     until(

@@ -88,7 +88,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     })
     .await?;
     let client = cluster.client()?;
-    ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+    ratchet_operator::install::install_crds_before_v1beta1(&client, TIMEOUT).await?;
     let ns_name = "storage".to_string();
     let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": ns_name } }))?;
     Api::<Namespace>::all(client.clone())
@@ -100,13 +100,17 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     // 1. v1alpha1 is the storage version: create objects through it.
     let alpha: Api<v1alpha1::Cinder> = Api::namespaced(client.clone(), &ns_name);
     for i in 0..OBJECTS {
-        let object: v1alpha1::Cinder = serde_json::from_value(cinder::example_manifest(
+        let manifest = cinder::example_manifest(
             &format!("c{i:03}"),
             "2026.1",
             "registry.invalid/cinder",
             "2026.1",
-            &["lvm", "ceph"],
-        ))?;
+            &["ceph", "lvm"],
+        );
+        let object: v1alpha1::Cinder = serde_json::from_value(cinder::conversion::convert(
+            manifest,
+            cinder::conversion::V1ALPHA1,
+        )?)?;
         alpha.create(&PostParams::default(), &object).await?;
     }
     let before = stored_as(&etcd, &ns_name).await?;
@@ -190,6 +194,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
                 ns_name.clone(),
             )])),
             conversion: false,
+            admission: true,
         },
         &ca,
     )
@@ -299,6 +304,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
                         "no-such-namespace".to_string(),
                     )])),
                     conversion: true,
+                    admission: true,
                 }),
             }),
             ..ratchet_operator::OperatorConfig::default()
@@ -395,5 +401,120 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     }
 
     drop(webhook);
+    Ok(())
+}
+
+/// The chart's cert-manager path on the CRD Ratchet ships: the serving
+/// certificate and its CA come from files, the operator registers only the
+/// conversion, and a v1alpha1 client is served through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_crd_converts_through_an_operator_given_its_ca_as_a_file() -> Result<()> {
+    let cluster = LocalCluster::start().await?;
+    let client = cluster.client()?;
+    ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+
+    // What cert-manager mounts: tls.crt, tls.key and the issuer's ca.crt.
+    let ca = ratchet_pki::CertificateAuthority::new("issuer")?;
+    let issued = ca.issue_server(
+        "ratchet-webhook",
+        &["localhost"],
+        &[std::net::Ipv4Addr::LOCALHOST.into()],
+    )?;
+    let dir = std::env::temp_dir().join(format!("ratchet-cert-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (cert, key, ca_file) = (dir.join("tls.crt"), dir.join("tls.key"), dir.join("ca.crt"));
+    std::fs::write(&cert, &issued.cert_pem)?;
+    std::fs::write(&key, &issued.key_pem)?;
+    std::fs::write(&ca_file, ca.cert_pem())?;
+
+    let registration = Registration {
+        name: "ratchet-files".into(),
+        endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
+        namespace_selector: None,
+        conversion: true,
+        admission: false,
+    };
+    let operator = ratchet_operator::start(
+        client.clone(),
+        ratchet_operator::OperatorConfig {
+            namespace: Some("no-such-namespace".into()),
+            webhook: Some(WebhookConfig {
+                bind: "127.0.0.1:0".parse()?,
+                tls: TlsSource::Files {
+                    cert,
+                    key,
+                    ca: Some(ca_file),
+                },
+                registration: Some(registration),
+            }),
+            ..ratchet_operator::OperatorConfig::default()
+        },
+    )
+    .await?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let ca_bundle = ca.cert_pem();
+    until(
+        &crds,
+        CRD,
+        TIMEOUT,
+        "the CRD trusts the issuer's CA",
+        |c: &CustomResourceDefinition| {
+            c.spec
+                .conversion
+                .as_ref()
+                .and_then(|c| c.webhook.as_ref())
+                .and_then(|w| w.client_config.as_ref())
+                .and_then(|cc| cc.ca_bundle.as_ref())
+                .is_some_and(|b| b.0 == ca_bundle.as_bytes())
+        },
+    )
+    .await?;
+    let admission: Api<
+        k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+    > = Api::all(client.clone());
+    ensure!(
+        admission.get_opt("ratchet-files").await?.is_none(),
+        "admission is left to cert-manager's injection"
+    );
+
+    // A client still at v1alpha1 writes and reads through the conversion.
+    let ns_name = "files".to_string();
+    let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": ns_name } }))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    let manifest = cinder::conversion::convert(
+        cinder::example_manifest(
+            "old-client",
+            "2026.1",
+            "registry.invalid/cinder",
+            "2026.1",
+            &["nfs", "lvm"],
+        ),
+        cinder::conversion::V1ALPHA1,
+    )?;
+    let alpha: Api<v1alpha1::Cinder> = Api::namespaced(client.clone(), &ns_name);
+    alpha
+        .create(&PostParams::default(), &serde_json::from_value(manifest)?)
+        .await?;
+    let beta: Api<v1beta1::Cinder> = Api::namespaced(client.clone(), &ns_name);
+    let stored = beta.get("old-client").await?;
+    let names: Vec<&str> = stored
+        .spec
+        .volume_backends
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect();
+    ensure!(
+        names == ["nfs", "lvm"],
+        "the list order survives v1alpha1: {names:?}"
+    );
+    let stored_as = stored_as(cluster.etcd(), &ns_name).await?;
+    ensure!(
+        stored_as.get("old-client").map(String::as_str) == Some(cinder::conversion::V1BETA1),
+        "{stored_as:?}"
+    );
+    operator.stop().await;
+    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -23,6 +23,8 @@ pub struct SpecView {
     pub image_repository: String,
     pub image_tag: Option<String>,
     pub image_digest: Option<String>,
+    /// Where the resource keeps the tag and digest (named in messages).
+    pub image_layout: ratchet_release::ImageLayout,
 }
 
 /// The resource's status as last written.

@@ -38,7 +38,7 @@ pub fn parse_spec(obs: &Observed) -> Result<(Release, ImageRef), Blocked> {
         obs.spec.image_tag.as_deref(),
         obs.spec.image_digest.as_deref(),
     )
-    .map_err(|e| Blocked::new(reason::INVALID_IMAGE, e.to_string()))?;
+    .map_err(|e| Blocked::new(reason::INVALID_IMAGE, e.message(obs.spec.image_layout)))?;
     Ok((release, image))
 }
 

@@ -48,13 +48,13 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
                 ));
             }
             ReleaseStep::Sequential => {
-                lockstep(&image, release)?;
+                lockstep(&image, release, obs.spec.image_layout)?;
                 secrets_present(obs)?;
                 return Ok(upgrade::initiate(profile, obs, installed, release, &image));
             }
         }
     }
-    lockstep(&image, release)?;
+    lockstep(&image, release, obs.spec.image_layout)?;
     secrets_present(obs)?;
 
     let image_ref = image.to_string();
@@ -180,13 +180,15 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
 pub fn lockstep(
     image: &ratchet_release::ImageRef,
     release: ratchet_release::Release,
+    layout: ratchet_release::ImageLayout,
 ) -> Result<(), Blocked> {
     match lockstep_mismatch(image, release) {
         None => Ok(()),
         Some(named) => Err(Blocked::new(
             reason::IMAGE_RELEASE_MISMATCH,
             format!(
-                "spec.image.tag {} names release {named} but spec.openStackRelease is {release}; change both together",
+                "{}.tag {} names release {named} but spec.openStackRelease is {release}; change both together",
+                layout.pin_field(),
                 image.tag().unwrap_or_default()
             ),
         )),

@@ -157,7 +157,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
             ),
         ));
     }
-    steady::lockstep(&image, target)?;
+    steady::lockstep(&image, target, obs.spec.image_layout)?;
     secrets_present(obs)?;
     Ok(advance(
         profile,

@@ -13,7 +13,7 @@ pub struct CrdsArgs {
 }
 
 pub fn run(args: CrdsArgs) -> anyhow::Result<()> {
-    for (file, crd) in ratchet_api::crds() {
+    for (file, crd) in ratchet_api::crds()? {
         let yaml = ratchet_api::crd_yaml(&crd).context("serialising a CRD")?;
         match &args.write {
             Some(dir) => {

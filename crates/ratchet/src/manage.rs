@@ -5,7 +5,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::cinder::plan::{Verdict, abort_patch, plan, render};
 

@@ -42,6 +42,14 @@ pub struct OperatorArgs {
     webhook_cert_file: Option<PathBuf>,
     #[arg(long, requires = "webhook_cert_file")]
     webhook_key_file: Option<PathBuf>,
+    /// The CA that signed --webhook-cert-file (cert-manager's `ca.crt`): lets the
+    /// operator keep the caBundle of what it registers.
+    #[arg(long, requires = "webhook_cert_file")]
+    webhook_ca_file: Option<PathBuf>,
+    /// Register only the CRDs' conversion, not the admission webhook (its
+    /// configuration is deployed with the caBundle injected by cert-manager).
+    #[arg(long)]
+    webhook_conversion_only: bool,
     /// Register the webhook as this Service: NAMESPACE/NAME:PORT.
     #[arg(long, conflicts_with = "webhook_register_url")]
     webhook_register_service: Option<String>,
@@ -85,6 +93,7 @@ fn webhook_config(args: &OperatorArgs) -> anyhow::Result<Option<WebhookConfig>> 
         (Some(cert), Some(key)) => TlsSource::Files {
             cert: cert.clone(),
             key: key.clone(),
+            ca: args.webhook_ca_file.clone(),
         },
         _ => {
             let mut dns_names = vec!["localhost".to_string()];
@@ -109,6 +118,7 @@ fn webhook_config(args: &OperatorArgs) -> anyhow::Result<Option<WebhookConfig>> 
             endpoint,
             namespace_selector: None,
             conversion: true,
+            admission: !args.webhook_conversion_only,
         }),
     }))
 }

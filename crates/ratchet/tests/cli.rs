@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kube::Api;
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
@@ -86,7 +86,7 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
         PodSelector::workload(&name, "c-db-migrate"),
         Behaviour::hang(),
     );
-    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
     api.patch(
         "c",
         &kube::api::PatchParams::default(),
@@ -209,7 +209,7 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
             selector
         };
         env.scenarios().add(selector, Behaviour::hang());
-        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
         api.patch(
             &cname,
             &kube::api::PatchParams::default(),

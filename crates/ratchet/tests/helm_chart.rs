@@ -96,10 +96,16 @@ fn default_render_is_ha_with_cert_manager_and_cluster_rbac() -> Result<()> {
         "operator",
         "--leader-election",
         "--webhook-cert-file=/etc/ratchet/webhook/tls.crt",
+        "--webhook-ca-file=/etc/ratchet/webhook/ca.crt",
+        "--webhook-register-service=ratchet-system/ratchet:443",
+        "--webhook-conversion-only",
         "--log-format=json",
     ] {
         ensure!(args.contains(&arg), "{arg} missing from {args:?}");
     }
+    // With cert-manager the operator keeps only the Cinder CRD's conversion.
+    let webhook_role = find(&docs, "ClusterRole", "ratchet-webhook").context("webhook role")?;
+    ensure!(webhook_role["rules"] == ratchet_operator::rbac::conversion_rules());
     let security = &deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"];
     ensure!(
         security["allowPrivilegeEscalation"] == false && security["readOnlyRootFilesystem"] == true
@@ -109,6 +115,9 @@ fn default_render_is_ha_with_cert_manager_and_cluster_rbac() -> Result<()> {
         webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
             == "ratchet-system/ratchet-webhook"
     );
+    // Each entry names the version its handler speaks (others arrive converted).
+    ensure!(webhook["webhooks"][0]["rules"][0]["apiVersions"] == serde_json::json!(["v1beta1"]));
+    ensure!(webhook["webhooks"][1]["rules"][0]["apiVersions"] == serde_json::json!(["v1alpha1"]));
     let rules = find(&docs, "ClusterRole", "ratchet").context("cluster role")?["rules"].to_string();
     ensure!(
         rules.contains("cinders/status") && !rules.contains("\"*\""),
@@ -152,8 +161,9 @@ fn self_managed_certificates_refuse_more_than_one_replica() -> Result<()> {
     ensure!(String::from_utf8_lossy(&out.stderr).contains("needs replicas: 1"));
     let docs = render(&["webhook.certificates=self-managed", "replicas=1"])?;
     ensure!(
-        find(&docs, "ClusterRole", "ratchet-webhook").is_some(),
-        "the operator may manage its webhook"
+        find(&docs, "ClusterRole", "ratchet-webhook").map(|r| &r["rules"])
+            == Some(&ratchet_operator::rbac::webhook_rules()),
+        "the operator may manage its webhook and the CRD's conversion"
     );
     ensure!(find(&docs, "Certificate", "ratchet-webhook").is_none());
     Ok(())
@@ -181,7 +191,7 @@ fn chart_rbac_is_the_operators_own_list() -> Result<()> {
 
 #[test]
 fn chart_crds_are_the_generated_ones() -> Result<()> {
-    for (file, crd) in ratchet_api::crds() {
+    for (file, crd) in ratchet_api::crds()? {
         let generated = ratchet_api::crd_yaml(&crd)?;
         let in_chart = std::fs::read_to_string(chart().join("crds").join(file)).unwrap_or_default();
         ensure!(

@@ -28,6 +28,40 @@ pub enum ImageError {
     Digest(String),
 }
 
+/// Where a resource keeps its image's tag and digest, so that messages name the
+/// field the user wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ImageLayout {
+    /// `spec.image.tag` / `spec.image.digest` (Ironic, Cinder v1alpha1).
+    #[default]
+    Flat,
+    /// `spec.image.reference.tag` / `spec.image.reference.digest` (Cinder v1beta1).
+    Reference,
+}
+
+impl ImageLayout {
+    /// The object holding the tag or digest.
+    pub fn pin_field(self) -> &'static str {
+        match self {
+            ImageLayout::Flat => "spec.image",
+            ImageLayout::Reference => "spec.image.reference",
+        }
+    }
+}
+
+impl ImageError {
+    /// The message, naming the fields as `layout` places them. `Display` names
+    /// them as [`ImageLayout::Flat`] does.
+    pub fn message(&self, layout: ImageLayout) -> String {
+        let text = self.to_string();
+        match (layout, self) {
+            (ImageLayout::Flat, _)
+            | (_, ImageError::EmptyRepository | ImageError::Repository(_)) => text,
+            (layout, _) => text.replacen("spec.image", layout.pin_field(), 1),
+        }
+    }
+}
+
 /// A validated image reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageRef {
@@ -321,5 +355,28 @@ mod tests {
             .expect_err("uppercase")
             .to_string();
         assert!(err.contains("spec.image.repository"), "{err}");
+    }
+
+    #[test]
+    fn messages_name_the_fields_where_the_layout_keeps_them() {
+        let tag = ImageRef::new("cinder", Some(".x"), None).expect_err("bad tag");
+        assert!(
+            tag.message(ImageLayout::Flat)
+                .starts_with("spec.image.tag ")
+        );
+        assert!(
+            tag.message(ImageLayout::Reference)
+                .starts_with("spec.image.reference.tag ")
+        );
+        let both = ImageRef::new("cinder", Some("x"), Some(DIGEST)).expect_err("both");
+        assert!(
+            both.message(ImageLayout::Reference)
+                .starts_with("spec.image.reference: set exactly one")
+        );
+        let repository = ImageRef::new("", Some("x"), None).expect_err("empty");
+        assert_eq!(
+            repository.message(ImageLayout::Reference),
+            "spec.image.repository must not be empty"
+        );
     }
 }

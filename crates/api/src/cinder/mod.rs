@@ -4,12 +4,22 @@ pub mod conversion;
 pub mod v1alpha1;
 pub mod v1beta1;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
+};
 use kube::CustomResourceExt;
 use kube::core::crd::{MergeError, merge_crds};
 
 /// What `kubectl` and other clients print on every v1alpha1 request.
 pub const V1ALPHA1_DEPRECATION_WARNING: &str = "cinder.openstack.c5c3.io/v1alpha1 Cinder is deprecated; use cinder.openstack.c5c3.io/v1beta1 (spec.volumes becomes the list spec.volumeBackends, spec.image.tag/digest become spec.image.reference.tag/digest)";
+
+/// Where the operator serves Cinder conversion (`ConversionReview`).
+pub const CONVERSION_PATH: &str = "/convert/cinders";
+
+/// The Service the shipped CRD's conversion points at until the operator points it
+/// at itself: where the Helm chart and `ratchet manifests` run the operator.
+pub const DEFAULT_CONVERSION_SERVICE: (&str, &str) = ("ratchet-system", "ratchet");
 
 /// The Cinder CRD serving both versions: v1beta1 is the storage version, v1alpha1 is
 /// still served but deprecated.
@@ -25,8 +35,32 @@ pub fn crd_v1beta1_storage() -> Result<CustomResourceDefinition, MergeError> {
     merge_crds(vec![v1beta1::Cinder::crd(), v1alpha1], "v1beta1")
 }
 
-/// A Cinder manifest for demos and tests: secrets `cinder-db`/`cinder-mq`, one
-/// back end per name, every back end on the LVM driver.
+/// The Cinder CRD Ratchet ships: [`crd_v1beta1_storage`] with its conversion on the
+/// operator's webhook in [`DEFAULT_CONVERSION_SERVICE`]. No caBundle: the operator
+/// sets it, and its endpoint, at start-up and whenever the CRD is re-applied.
+pub fn crd() -> Result<CustomResourceDefinition, MergeError> {
+    let mut crd = crd_v1beta1_storage()?;
+    let (namespace, name) = DEFAULT_CONVERSION_SERVICE;
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".to_owned(),
+        webhook: Some(WebhookConversion {
+            conversion_review_versions: vec!["v1".to_owned()],
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                    path: Some(CONVERSION_PATH.to_owned()),
+                    port: Some(443),
+                }),
+                ..WebhookClientConfig::default()
+            }),
+        }),
+    });
+    Ok(crd)
+}
+
+/// A v1beta1 Cinder manifest for demos and tests: secrets `cinder-db`/`cinder-mq`,
+/// one back end per name, every back end on the LVM driver.
 pub fn example_manifest(
     name: &str,
     release: &str,
@@ -34,25 +68,25 @@ pub fn example_manifest(
     tag: &str,
     backends: &[&str],
 ) -> serde_json::Value {
-    let volumes: serde_json::Map<String, serde_json::Value> = backends
+    let volume_backends: Vec<serde_json::Value> = backends
         .iter()
         .map(|b| {
-            (
-                b.to_string(),
-                serde_json::json!({ "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } }),
-            )
+            serde_json::json!({
+                "name": b,
+                "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" },
+            })
         })
         .collect();
     serde_json::json!({
-        "apiVersion": "cinder.openstack.c5c3.io/v1alpha1",
+        "apiVersion": conversion::V1BETA1,
         "kind": "Cinder",
         "metadata": { "name": name },
         "spec": {
             "openStackRelease": release,
-            "image": { "repository": repository, "tag": tag },
+            "image": { "repository": repository, "reference": { "tag": tag } },
             "database": { "secretName": "cinder-db", "key": "connection" },
             "transport": { "secretName": "cinder-mq", "key": "transport_url" },
-            "volumes": volumes,
+            "volumeBackends": volume_backends,
         }
     })
 }

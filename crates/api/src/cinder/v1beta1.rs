@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{SecretKeyRef, WorkloadSpec};
+use crate::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
 
 /// A Cinder deployment, and the release it runs.
 ///
@@ -87,6 +87,17 @@ pub struct Image {
     /// so switching from a tag to a digest needs no removal of the tag.
     #[x_kube(merge_strategy = MapMerge::Atomic)]
     pub reference: ImageReference,
+}
+
+impl Image {
+    /// The same image in the flat form Ironic and v1alpha1 use.
+    pub fn to_image_spec(&self) -> ImageSpec {
+        ImageSpec {
+            repository: self.repository.clone(),
+            tag: self.reference.tag.clone(),
+            digest: self.reference.digest.clone(),
+        }
+    }
 }
 
 /// Exactly one of tag or digest.

@@ -2,7 +2,9 @@
 //! and transport URLs reach the processes through environment variables that
 //! oslo.config reads (`OS_<SECTION>__<OPTION>`), filled from the Secrets.
 
-use ratchet_api::cinder::v1alpha1::CinderSpec;
+use std::collections::BTreeMap;
+
+use ratchet_api::cinder::v1beta1::{CinderSpec, VolumeBackend};
 
 use crate::service::ini::{self, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
@@ -11,20 +13,25 @@ use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
 
 pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> String {
+    // By name, the first of a repeated name winning (admission refuses repeats).
+    let mut backends: BTreeMap<&str, &VolumeBackend> = BTreeMap::new();
+    for backend in &spec.volume_backends {
+        backends.entry(backend.name.as_str()).or_insert(backend);
+    }
     let mut sections = Sections::new();
     let default = sections.entry("DEFAULT".into()).or_default();
     default.insert(
         "enabled_backends".into(),
-        spec.volumes.keys().cloned().collect::<Vec<_>>().join(","),
+        backends.keys().copied().collect::<Vec<_>>().join(","),
     );
     default.insert("use_stderr".into(), "true".into());
     sections
         .entry("oslo_concurrency".into())
         .or_default()
         .insert("lock_path".into(), "/var/lib/cinder/tmp".into());
-    for (backend, spec) in &spec.volumes {
-        let section = sections.entry(backend.clone()).or_default();
-        section.insert("volume_backend_name".into(), backend.clone());
+    for (backend, spec) in &backends {
+        let section = sections.entry(backend.to_string()).or_default();
+        section.insert("volume_backend_name".into(), backend.to_string());
         // All replicas of a back end's Deployment present one host to the scheduler.
         section.insert("backend_host".into(), format!("{name}-volume-{backend}"));
         section.extend(spec.options.clone());
@@ -42,15 +49,13 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use super::*;
-    use ratchet_api::cinder::v1alpha1::VolumeBackendSpec;
 
     fn spec() -> CinderSpec {
         serde_json::from_value(serde_json::json!({
             "openStackRelease": "2026.1",
-            "image": { "repository": "cinder", "tag": "2026.1" },
+            "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
             "database": { "secretName": "db", "key": "connection" },
             "transport": { "secretName": "mq", "key": "url" },
         }))
@@ -60,18 +65,18 @@ mod tests {
     #[test]
     fn renders_back_ends_and_extra_config_without_secrets() {
         let mut spec = spec();
-        spec.volumes.insert(
-            "lvm".into(),
-            VolumeBackendSpec {
-                options: BTreeMap::from([(
-                    "volume_driver".into(),
-                    "cinder.volume.drivers.lvm.LVMVolumeDriver".into(),
-                )]),
-                ..Default::default()
-            },
-        );
-        spec.volumes
-            .insert("ceph".into(), VolumeBackendSpec::default());
+        spec.volume_backends.push(VolumeBackend {
+            name: "lvm".into(),
+            options: BTreeMap::from([(
+                "volume_driver".into(),
+                "cinder.volume.drivers.lvm.LVMVolumeDriver".into(),
+            )]),
+            ..Default::default()
+        });
+        spec.volume_backends.push(VolumeBackend {
+            name: "ceph".into(),
+            ..Default::default()
+        });
         spec.extra_config.insert(
             "DEFAULT".into(),
             BTreeMap::from([("debug".into(), "true".into())]),

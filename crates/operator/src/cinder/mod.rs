@@ -6,7 +6,7 @@ pub mod config;
 pub mod plan;
 pub mod profile;
 
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderStatus, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 use crate::service::OpenStackService;
@@ -29,7 +29,8 @@ impl OpenStackService for Cinder {
         status::spec_view(
             self.metadata.generation,
             &self.spec.open_stack_release,
-            &self.spec.image,
+            &self.spec.image.to_image_spec(),
+            ratchet_release::ImageLayout::Reference,
         )
     }
 
@@ -67,13 +68,27 @@ impl OpenStackService for Cinder {
     }
 
     fn violations(&self) -> Vec<String> {
-        self.spec
-            .volumes
-            .keys()
+        let mut seen = std::collections::BTreeSet::new();
+        let mut violations: Vec<String> = self
+            .spec
+            .volume_backends
+            .iter()
+            .map(|b| b.name.as_str())
             .filter(|name| !is_dns_label(name) || name.len() > 40)
             .map(|name| format!(
-                "spec.volumes: back-end name {name:?} must be a lowercase DNS label of at most 40 characters"
+                "spec.volumeBackends: back-end name {name:?} must be a lowercase DNS label of at most 40 characters"
             ))
-            .collect()
+            .collect();
+        // The list is keyed by name on the server, but a client-side update
+        // (PUT) can still send a repeated name.
+        for backend in &self.spec.volume_backends {
+            if !seen.insert(backend.name.as_str()) {
+                violations.push(format!(
+                    "spec.volumeBackends: back-end name {:?} appears more than once",
+                    backend.name
+                ));
+            }
+        }
+        violations
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_phase_machine::{Pin, Step};
 use ratchet_release::{ImageRef, ImageRelease, Release, Step as ReleaseStep};
 
@@ -33,13 +33,15 @@ pub fn plan(cinder: &Cinder, target: &str) -> Plan {
     let name = cinder.metadata.name.clone().unwrap_or_default();
     let status = cinder.status.clone().unwrap_or_default();
     let from = status.installed_release.clone();
-    let image = &cinder.spec.image;
+    let image = cinder.spec.image.to_image_spec();
+    // The tag stays a tag and the digest a digest: a merge patch merges into
+    // `image.reference`, so the field the image does not use stays unset.
     let patch = match (&image.tag, &image.digest) {
         (Some(_), _) => {
-            serde_json::json!({ "spec": { "openStackRelease": target, "image": { "tag": target } } })
+            serde_json::json!({ "spec": { "openStackRelease": target, "image": { "reference": { "tag": target } } } })
         }
         _ => {
-            serde_json::json!({ "spec": { "openStackRelease": target, "image": { "digest": "<digest of the target release's image>" } } })
+            serde_json::json!({ "spec": { "openStackRelease": target, "image": { "reference": { "digest": "<digest of the target release's image>" } } } })
         }
     };
     let refuse = |why: String| Plan {
@@ -98,7 +100,7 @@ pub fn plan(cinder: &Cinder, target: &str) -> Plan {
             "lockstep: the image ({current}) names no release, so Ratchet trusts it; make sure the new image is {target}'s"
         ));
     } else {
-        steps.push(format!("lockstep: set spec.image.tag to {target} (or a {target}-<patch> build) in the same patch"));
+        steps.push(format!("lockstep: set spec.image.reference.tag to {target} (or a {target}-<patch> build) in the same patch"));
     }
     let workloads: Vec<String> = roles(cinder)
         .iter()
@@ -204,7 +206,7 @@ pub fn abort_patch(
         _ => {}
     }
     let installed = status.installed_release;
-    let image = &cinder.spec.image;
+    let image = cinder.spec.image.to_image_spec();
     let mut notes = Vec::new();
     let tag_names_release = image
         .tag
@@ -212,9 +214,10 @@ pub fn abort_patch(
         .and_then(|t| ImageRef::new(&image.repository, Some(t), None).ok())
         .is_some_and(|i| matches!(i.release(), ImageRelease::Named(_)));
     let patch = if tag_names_release {
-        serde_json::json!({ "spec": { "openStackRelease": installed, "image": { "tag": installed } } })
+        serde_json::json!({ "spec": { "openStackRelease": installed, "image": { "reference": { "tag": installed } } } })
     } else if let Some(digest) = installed_digest {
-        serde_json::json!({ "spec": { "openStackRelease": installed, "image": { "digest": digest } } })
+        // Whatever pinned the image before, the digest replaces it.
+        serde_json::json!({ "spec": { "openStackRelease": installed, "image": { "reference": { "digest": digest, "tag": null } } } })
     } else {
         notes.push(format!(
             "the image ({}) carries no release: only the release is reverted; the workloads keep that image until you set the {installed} image",
@@ -228,11 +231,11 @@ pub fn abort_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratchet_api::cinder::v1alpha1::CinderStatus;
+    use ratchet_api::cinder::v1beta1::CinderStatus;
 
     fn cinder(installed: &str, phase: CinderUpgradePhase, image: serde_json::Value) -> Cinder {
         let mut c: Cinder = serde_json::from_value(serde_json::json!({
-            "apiVersion": "cinder.openstack.c5c3.io/v1alpha1",
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
             "kind": "Cinder",
             "metadata": { "name": "c", "namespace": "ns" },
             "spec": {
@@ -240,7 +243,7 @@ mod tests {
                 "image": image,
                 "database": { "secretName": "db", "key": "connection" },
                 "transport": { "secretName": "mq", "key": "url" },
-                "volumes": { "lvm": {} },
+                "volumeBackends": [{ "name": "lvm" }],
             }
         }))
         .expect("cinder");
@@ -258,7 +261,7 @@ mod tests {
     }
 
     fn tagged(release: &str) -> serde_json::Value {
-        serde_json::json!({ "repository": "cinder", "tag": release })
+        serde_json::json!({ "repository": "cinder", "reference": { "tag": release } })
     }
 
     #[test]
@@ -292,7 +295,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert_eq!(p.patch["spec"]["image"]["tag"], "2026.2");
+        assert_eq!(p.patch["spec"]["image"]["reference"]["tag"], "2026.2");
     }
 
     #[test]
@@ -324,10 +327,10 @@ mod tests {
         );
         let (patch, notes) = abort_patch(&tagged_upgrade, false, None).expect("abort");
         assert_eq!(patch["spec"]["openStackRelease"], "2026.1");
-        assert_eq!(patch["spec"]["image"]["tag"], "2026.1");
+        assert_eq!(patch["spec"]["image"]["reference"]["tag"], "2026.1");
         assert!(notes.is_empty());
 
-        let digest = serde_json::json!({ "repository": "cinder", "digest": format!("sha256:{}", "a".repeat(64)) });
+        let digest = serde_json::json!({ "repository": "cinder", "reference": { "digest": format!("sha256:{}", "a".repeat(64)) } });
         let pinned = cinder("2026.1", CinderUpgradePhase::Expanding, digest);
         let (patch, notes) = abort_patch(&pinned, false, None).expect("abort");
         assert!(
@@ -337,7 +340,8 @@ mod tests {
         assert!(notes[0].contains("keep that image"));
         let old = format!("sha256:{}", "b".repeat(64));
         let (patch, _) = abort_patch(&pinned, false, Some(&old)).expect("abort");
-        assert_eq!(patch["spec"]["image"]["digest"], old.as_str());
+        assert_eq!(patch["spec"]["image"]["reference"]["digest"], old.as_str());
+        assert!(patch["spec"]["image"]["reference"]["tag"].is_null());
     }
 
     #[test]

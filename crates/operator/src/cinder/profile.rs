@@ -1,7 +1,7 @@
 //! Cinder's profile on the shared phase machine and the workloads it runs, in
 //! roll order (scheduler → every volume back end → backup → api).
 
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 
 pub use ratchet_phase_machine::profiles::cinder::{CONFIG_DIR, SERVICE, profile};
 
@@ -57,10 +57,21 @@ impl Role {
     }
 }
 
+/// The back ends' names, sorted (the roll order and `enabled_backends`), each once.
+pub fn volume_names(cinder: &Cinder) -> Vec<String> {
+    let names: std::collections::BTreeSet<&str> = cinder
+        .spec
+        .volume_backends
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    names.into_iter().map(str::to_owned).collect()
+}
+
 /// The workloads a Cinder asks for, in roll order.
 pub fn roles(cinder: &Cinder) -> Vec<Role> {
     let mut roles = vec![Role::Scheduler];
-    roles.extend(cinder.spec.volumes.keys().cloned().map(Role::Volume));
+    roles.extend(volume_names(cinder).into_iter().map(Role::Volume));
     roles.push(Role::Backup);
     roles.push(Role::Api);
     roles
@@ -79,7 +90,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
             spec.backup.resources.clone(),
         ),
         Role::Volume(backend) => {
-            let volume = spec.volumes.get(backend);
+            let volume = spec.volume_backends.iter().find(|v| &v.name == backend);
             (
                 volume.and_then(|v| v.replicas).unwrap_or(1),
                 volume.and_then(|v| v.resources.clone()),

@@ -30,6 +30,7 @@ impl OpenStackService for Ironic {
             self.metadata.generation,
             &self.spec.open_stack_release,
             &self.spec.image,
+            ratchet_release::ImageLayout::Flat,
         )
     }
 

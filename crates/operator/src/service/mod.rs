@@ -144,7 +144,7 @@ pub async fn run_all(
 ) {
     let shutdown = shutdown.shared();
     tokio::join!(
-        run::<ratchet_api::cinder::v1alpha1::Cinder>(ctx.clone(), shutdown.clone()),
+        run::<ratchet_api::cinder::v1beta1::Cinder>(ctx.clone(), shutdown.clone()),
         run::<ratchet_api::ironic::v1alpha1::Ironic>(ctx, shutdown),
     );
 }

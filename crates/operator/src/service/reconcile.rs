@@ -385,7 +385,7 @@ fn newer<S: Resource>(ours: &S, cached: &S) -> bool {
 #[cfg(test)]
 mod tests {
     use super::newer;
-    use ratchet_api::cinder::v1alpha1::Cinder;
+    use ratchet_api::cinder::v1beta1::Cinder;
 
     fn at(version: Option<&str>) -> Cinder {
         let mut c: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(

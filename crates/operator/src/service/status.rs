@@ -5,6 +5,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use ratchet_api::common::ImageSpec;
 use ratchet_phase_machine::{ConditionState, DesiredStatus, SpecView, StatusView};
+use ratchet_release::ImageLayout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -22,8 +23,14 @@ pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
 }
 
 /// The spec as the machine sees it: every service has a release and an image.
-pub fn spec_view(generation: Option<i64>, release: &str, image: &ImageSpec) -> SpecView {
+pub fn spec_view(
+    generation: Option<i64>,
+    release: &str,
+    image: &ImageSpec,
+    image_layout: ImageLayout,
+) -> SpecView {
     SpecView {
+        image_layout,
         generation: generation.unwrap_or_default(),
         release: release.to_string(),
         image_repository: image.repository.clone(),

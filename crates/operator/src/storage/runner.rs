@@ -26,9 +26,9 @@ use crate::webhooks::registration::ensure_conversion;
 
 /// The CRDs Ratchet owns, by name.
 pub fn ratchet_crds() -> Vec<String> {
-    ratchet_api::crds()
+    ratchet_api::crd_names()
         .into_iter()
-        .filter_map(|(_, crd)| crd.metadata.name)
+        .map(str::to_owned)
         .collect()
 }
 

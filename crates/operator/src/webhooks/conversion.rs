@@ -8,7 +8,7 @@ use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionRe
 use ratchet_api::cinder::conversion::convert;
 
 /// Where the API server sends Cinder conversion reviews.
-pub const CINDER_CONVERSION_PATH: &str = "/convert/cinders";
+pub const CINDER_CONVERSION_PATH: &str = ratchet_api::cinder::CONVERSION_PATH;
 
 pub fn answer(review: ConversionReview) -> ConversionReview {
     let request = match ConversionRequest::from_review(review) {
@@ -61,7 +61,7 @@ mod tests {
         let mut object =
             ratchet_api::cinder::example_manifest(name, "2026.1", "cinder", "2026.1", &["lvm"]);
         object["metadata"]["namespace"] = json!("ns");
-        object
+        convert(object, ratchet_api::cinder::conversion::V1ALPHA1).expect("a v1alpha1 form")
     }
 
     #[test]
@@ -77,6 +77,10 @@ mod tests {
             Some(kube::core::response::StatusSummary::Success)
         );
         assert_eq!(response.converted_objects.len(), 2);
+        assert_eq!(
+            alpha("a")["apiVersion"],
+            "cinder.openstack.c5c3.io/v1alpha1"
+        );
         for object in &response.converted_objects {
             assert_eq!(object["apiVersion"], "cinder.openstack.c5c3.io/v1beta1");
             assert_eq!(object["spec"]["volumeBackends"][0]["name"], "lvm");

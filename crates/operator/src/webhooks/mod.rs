@@ -24,8 +24,9 @@ use crate::metrics::Metrics;
 pub struct WebhookConfig {
     pub bind: SocketAddr,
     pub tls: TlsSource,
-    /// Keep a ValidatingWebhookConfiguration pointing at this server (requires a
-    /// self-managed certificate, whose CA goes into the caBundle).
+    /// Keep a ValidatingWebhookConfiguration and the CRDs' conversion pointing at
+    /// this server (requires the CA that signed the certificate: self-managed,
+    /// or given as a file).
     pub registration: Option<Registration>,
 }
 
@@ -41,7 +42,7 @@ pub async fn start(
     let server = server::start(config.bind, &identity.cert_pem, &identity.key_pem, metrics).await?;
     if let Some(registration) = &config.registration {
         let ca = identity.ca_pem.as_deref().ok_or_else(|| {
-            Error::Tls("registering the webhook needs a self-managed certificate (its CA goes into caBundle)".into())
+            Error::Tls("registering the webhook needs its CA (self-managed, or --webhook-ca-file); it goes into caBundle".into())
         })?;
         let mut registration = registration.clone();
         if let Endpoint::Url(base) = &registration.endpoint
@@ -50,7 +51,9 @@ pub async fn start(
             let base = base.trim_end_matches(":0");
             registration.endpoint = Endpoint::Url(format!("{base}:{}", server.local_addr.port()));
         }
-        registration::register(client, &registration, ca).await?;
+        if registration.admission {
+            registration::register(client, &registration, ca).await?;
+        }
         if registration.conversion {
             let target = ConversionTarget {
                 endpoint: registration.endpoint.clone(),

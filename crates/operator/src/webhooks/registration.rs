@@ -8,7 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use serde_json::json;
 
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
 
 use kube::CustomResourceExt;
@@ -39,6 +39,9 @@ pub struct Registration {
     pub endpoint: Endpoint,
     /// Only namespaces with these labels are validated (None: all).
     pub namespace_selector: Option<BTreeMap<String, String>>,
+    /// Keep the ValidatingWebhookConfiguration (false where it is deployed
+    /// with its caBundle injected by cert-manager).
+    pub admission: bool,
     /// Also keep the conversion of Ratchet's multi-version CRDs pointed at this
     /// server (one operator per cluster: the CRDs are cluster-wide).
     pub conversion: bool,
@@ -57,7 +60,7 @@ pub struct ConversionTarget {
 /// CRD changes, so the caBundle comes back.
 pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Result<bool> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = ratchet_api::cinder::v1alpha1::Cinder::crd_name();
+    let name = ratchet_api::cinder::v1beta1::Cinder::crd_name();
     let Some(crd) = api.get_opt(name).await? else {
         return Ok(false);
     };
@@ -143,7 +146,13 @@ pub async fn register_conversion(
     path: &str,
     ca_pem: &str,
 ) -> Result<()> {
-    let client_config = client_config(endpoint, path, ca_pem);
+    let mut client_config = client_config(endpoint, path, ca_pem);
+    // A merge patch: the kind of endpoint not used goes, or the CRD would hold
+    // both (the shipped CRD names a Service; local clusters use a URL).
+    match endpoint {
+        Endpoint::Url(_) => client_config["service"] = serde_json::Value::Null,
+        Endpoint::Service { .. } => client_config["url"] = serde_json::Value::Null,
+    }
     let patch = json!({
         "spec": { "conversion": {
             "strategy": "Webhook",

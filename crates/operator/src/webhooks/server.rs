@@ -11,7 +11,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::conversion::ConversionReview;
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::conversion::{self, CINDER_CONVERSION_PATH};

@@ -15,9 +15,13 @@ pub enum TlsSource {
         dns_names: Vec<String>,
         ips: Vec<IpAddr>,
     },
-    /// PEM files mounted into the pod (e.g. by cert-manager); the caBundle is
-    /// then managed by whoever issued them.
-    Files { cert: PathBuf, key: PathBuf },
+    /// PEM files mounted into the pod (e.g. by cert-manager). With `ca`, the
+    /// operator can keep caBundles itself; without, whoever issued the files must.
+    Files {
+        cert: PathBuf,
+        key: PathBuf,
+        ca: Option<PathBuf>,
+    },
 }
 
 /// PEM-encoded serving identity, plus the CA when self-managed.
@@ -43,7 +47,7 @@ pub fn load(source: &TlsSource) -> Result<ServingIdentity> {
                 ca_pem: Some(ca.cert_pem()),
             })
         }
-        TlsSource::Files { cert, key } => {
+        TlsSource::Files { cert, key, ca } => {
             let read = |p: &PathBuf| {
                 std::fs::read_to_string(p)
                     .map_err(|e| Error::Tls(format!("reading {}: {e}", p.display())))
@@ -51,7 +55,7 @@ pub fn load(source: &TlsSource) -> Result<ServingIdentity> {
             Ok(ServingIdentity {
                 cert_pem: read(cert)?,
                 key_pem: read(key)?,
-                ca_pem: None,
+                ca_pem: ca.as_ref().map(read).transpose()?,
             })
         }
     }

@@ -29,7 +29,7 @@ pub fn validate<S: OpenStackService>(new: &S, old: Option<&S>) -> Vec<String> {
         spec.image_tag.as_deref(),
         spec.image_digest.as_deref(),
     ) {
-        violations.push(e.to_string());
+        violations.push(e.message(spec.image_layout));
     }
     violations.extend(new.violations());
     if let (Some(release), Some(old)) = (release, old)
@@ -55,12 +55,12 @@ pub fn is_dns_label(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratchet_api::cinder::v1alpha1::Cinder;
-    use ratchet_api::cinder::v1alpha1::{CinderStatus, CinderUpgradePhase};
+    use ratchet_api::cinder::v1beta1::Cinder;
+    use ratchet_api::cinder::v1beta1::{CinderStatus, CinderUpgradePhase};
 
     fn cinder(release: &str, image: serde_json::Value) -> Cinder {
         serde_json::from_value(serde_json::json!({
-            "apiVersion": "cinder.openstack.c5c3.io/v1alpha1",
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
             "kind": "Cinder",
             "metadata": { "name": "c", "namespace": "ns" },
             "spec": {
@@ -76,7 +76,7 @@ mod tests {
     fn tagged(release: &str) -> Cinder {
         cinder(
             release,
-            serde_json::json!({ "repository": "cinder", "tag": release }),
+            serde_json::json!({ "repository": "cinder", "reference": { "tag": release } }),
         )
     }
 
@@ -106,19 +106,38 @@ mod tests {
         );
         let both = cinder(
             "2026.1",
-            serde_json::json!({ "repository": "cinder", "tag": "2026.1", "digest": format!("sha256:{}", "a".repeat(64)) }),
+            serde_json::json!({ "repository": "cinder", "reference": { "tag": "2026.1", "digest": format!("sha256:{}", "a".repeat(64)) } }),
         );
         let v = validate(&both, None);
         assert!(
             v.iter()
-                .any(|m| m.contains("exactly one of tag and digest")),
+                .any(|m| m.starts_with("spec.image.reference: set exactly one of tag and digest")),
             "{v:?}"
         );
-        let neither = cinder("2026.1", serde_json::json!({ "repository": "cinder" }));
+        let neither = cinder(
+            "2026.1",
+            serde_json::json!({ "repository": "cinder", "reference": {} }),
+        );
         assert!(
             validate(&neither, None)
                 .iter()
-                .any(|m| m.contains("spec.image"))
+                .any(|m| m.starts_with("spec.image.reference:"))
+        );
+        let mut repeated = tagged("2026.1");
+        for name in ["lvm", "lvm"] {
+            repeated
+                .spec
+                .volume_backends
+                .push(ratchet_api::cinder::v1beta1::VolumeBackend {
+                    name: name.into(),
+                    ..Default::default()
+                });
+        }
+        let v = validate(&repeated, None);
+        assert!(
+            v.iter()
+                .any(|m| m == "spec.volumeBackends: back-end name \"lvm\" appears more than once"),
+            "{v:?}"
         );
     }
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::wait::until;
@@ -51,6 +51,7 @@ impl Harness {
                 )])),
                 // Many tests share the cluster-wide CRDs: none owns their conversion.
                 conversion: false,
+                admission: true,
             }),
         };
         let config = OperatorConfig {

@@ -52,6 +52,7 @@ impl World {
                     image_repository: REPO.into(),
                     image_tag: Some(tag.into()),
                     image_digest: None,
+                    image_layout: ratchet_release::ImageLayout::Flat,
                 },
                 status: StatusView::default(),
                 config_hash: "config".into(),

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use ratchet_api::cinder::v1alpha1::Cinder;
+use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_release::Release;
@@ -109,6 +109,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                     endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
                     namespace_selector: None,
                     conversion: true,
+                    admission: true,
                 }),
             }),
             instance: "ratchet-demo".into(),

@@ -10,7 +10,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1alpha1::{Cinder, CinderUpgradePhase};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_release::Release;
 
 use super::NAMESPACE;
@@ -201,7 +201,7 @@ impl Follower {
 }
 
 async fn set_release(api: &Api<Cinder>, release: Release) -> anyhow::Result<()> {
-    let patch = serde_json::json!({ "spec": { "openStackRelease": release.to_string(), "image": { "tag": release.to_string() } } });
+    let patch = serde_json::json!({ "spec": { "openStackRelease": release.to_string(), "image": { "reference": { "tag": release.to_string() } } } });
     api.patch("cinder", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .with_context(|| format!("setting release and image to {release}"))?;
@@ -216,7 +216,7 @@ pub async fn run(
     to: Release,
 ) -> anyhow::Result<String> {
     println!(
-        "Upgrading {from} → {to}: patching spec.openStackRelease and spec.image.tag together."
+        "Upgrading {from} → {to}: patching spec.openStackRelease and spec.image.reference.tag together."
     );
     let mut follower = Follower::new();
     set_release(api, to).await?;
@@ -236,7 +236,7 @@ pub async fn run(
         } => {
             println!("The upgrade failed in {phase}: {reason}: {message}");
             println!(
-                "Aborting: reverting spec.openStackRelease and spec.image.tag to {from} in one patch."
+                "Aborting: reverting spec.openStackRelease and spec.image.reference.tag to {from} in one patch."
             );
             let mut abort = Follower::new();
             set_release(api, from).await?;
