@@ -63,6 +63,25 @@ async fn stored_versions(client: &Client) -> Result<Vec<String>> {
         .unwrap_or_default())
 }
 
+/// The stored-version migration's condition on the Cinder CRD.
+async fn migration_condition(client: &Client) -> Result<(String, String, String)> {
+    let crd = Api::<CustomResourceDefinition>::all(client.clone())
+        .get(CRD)
+        .await?;
+    let condition = crd
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == storage::condition::STORAGE_MIGRATED)
+        .context("no migration condition on the CRD")?;
+    Ok((
+        condition.status,
+        condition.reason.unwrap_or_default(),
+        condition.message.unwrap_or_default(),
+    ))
+}
+
 /// The apiVersion each object of the namespace is stored with, read from etcd.
 async fn stored_as(etcd: &EtcdClient, ns: &str) -> Result<BTreeMap<String, String>> {
     let prefix = format!("/registry/cinder.openstack.c5c3.io/cinders/{ns}/");
@@ -207,7 +226,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
             &Patch::Merge(json!({ "status": { "installedRelease": "2026.2" } })),
         )
         .await?;
-    let refused = storage::migrate(&client, CRD, MigrationOptions::default()).await;
+    let refused = storage::migrate_recorded(&client, CRD, MigrationOptions::default()).await;
     match &refused {
         Err(MigrationError::Rewrite { name, .. }) => ensure!(name == "c007", "{refused:?}"),
         other => anyhow::bail!("expected a refused rewrite, got {other:?}"),
@@ -220,6 +239,11 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     ensure!(
         stored_versions(&client).await?.len() == 2,
         "not pruned after a stop"
+    );
+    let (status, reason, message) = migration_condition(&client).await?;
+    ensure!(
+        status == "False" && reason == "MigrationFailed" && message.contains("c007"),
+        "the CRD says why: {status} {reason} {message}"
     );
 
     // Pre-flight: dropping v1alpha1 now would strand objects.
@@ -260,8 +284,15 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
             }
         })),
     };
-    let migration = storage::migrate(&client, CRD, options).await?;
+    let migration = storage::migrate_recorded(&client, CRD, options).await?;
     ensure!(migration.pruned, "{migration:?}");
+    let (status, reason, message) = migration_condition(&client).await?;
+    ensure!(
+        status == "True"
+            && reason == "Pruned"
+            && message.ends_with("storedVersions pruned from [v1alpha1, v1beta1] to [v1beta1]"),
+        "{status} {reason} {message}"
+    );
     ensure!(
         migration.pages >= (OBJECTS as u64 + 1) / 10,
         "paged: {migration:?}"
@@ -376,6 +407,25 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         )
         .await?;
     }
+    until(
+        &crds,
+        CRD,
+        TIMEOUT,
+        "the operator's run says the CRD is up to date",
+        |c: &CustomResourceDefinition| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c.type_ == storage::condition::STORAGE_MIGRATED
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some("UpToDate")
+                })
+        },
+    )
+    .await?;
     let metrics = operator.metrics().encode();
     ensure!(
         metrics.contains("ratchet_storage_migrations_total{crd=\"cinders.cinder.openstack.c5c3.io\",outcome=\"clean\"}"),

@@ -169,7 +169,7 @@ async fn migrate(client: &Client, args: MigrateArgs) -> anyhow::Result<()> {
         args.crd
     };
     for name in names {
-        let migration = storage::migrate(
+        let migration = storage::migrate_recorded(
             client,
             &name,
             MigrationOptions {

@@ -3,9 +3,11 @@
 //! storage version and then prunes `status.storedVersions`, and the pre-flight
 //! check for applying the next Ratchet's CRDs.
 
+pub mod condition;
 pub mod migrator;
 pub mod runner;
 pub mod versions;
 
+pub use condition::migrate_recorded;
 pub use migrator::{Migration, MigrationError, MigrationOptions, migrate};
 pub use versions::{CrdVersions, preflight};

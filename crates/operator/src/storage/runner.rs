@@ -19,7 +19,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use ratchet_phase_machine::{Event, EventType};
 
-use super::migrator::{MigrationOptions, migrate};
+use super::condition::{Outcome, migrate_recorded};
+use super::migrator::MigrationOptions;
 use crate::context::Context;
 use crate::error::backoff;
 use crate::webhooks::registration::ensure_conversion;
@@ -107,7 +108,7 @@ async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
         }
     };
     let started = std::time::Instant::now();
-    match migrate(&ctx.client, name, MigrationOptions::default()).await {
+    match migrate_recorded(&ctx.client, name, MigrationOptions::default()).await {
         Ok(migration) => {
             let outcome = if migration.pruned {
                 "pruned"
@@ -120,13 +121,7 @@ async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
                 .storage_migration(name, outcome, migration.rewritten);
             tracing::info!(crd = name, outcome, rewritten = migration.rewritten, pages = migration.pages, restarts = migration.restarts, took = ?started.elapsed(), "stored-version migration finished");
             if migration.pruned {
-                let note = format!(
-                    "rewrote {} objects as {}; storedVersions pruned from [{}] to [{}]",
-                    migration.rewritten,
-                    migration.storage,
-                    migration.stored_before.join(", "),
-                    migration.storage
-                );
+                let note = Outcome::of(&Ok(migration)).message;
                 ctx.events.publish(
                     &reference,
                     &[Event {
