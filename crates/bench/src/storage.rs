@@ -11,13 +11,10 @@ use anyhow::bail;
 use clap::Args;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::PostParams;
 use ratchet_api::cinder::{self, v1alpha1};
-use ratchet_operator::webhooks::conversion;
-use ratchet_operator::webhooks::registration::{Endpoint, register_conversion};
+use ratchet_operator::webhooks::registration::{ConversionTarget, Endpoint, ensure_conversion};
 use ratchet_testenv::LocalCluster;
 
 use crate::operator::ratchet_binary;
@@ -95,26 +92,16 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
         Arc::new(ratchet_operator::metrics::Metrics::default()),
     )
     .await?;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        CRD,
-        &PatchParams::apply("bench").force(),
-        &Patch::Apply(&cinder::crd_v1beta1_storage()?),
-    )
-    .await?;
-    register_conversion(
+    // Upgrading Ratchet: its CRDs, with the conversion pointed at the webhook.
+    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    ensure_conversion(
         &client,
-        CRD,
-        &Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port())),
-        conversion::CINDER_CONVERSION_PATH,
-        &ca,
+        &ConversionTarget {
+            endpoint: Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port())),
+            ca_pem: ca,
+        },
     )
     .await?;
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        await_condition(crds.clone(), CRD, conditions::is_crd_established()),
-    )
-    .await??;
 
     let started = Instant::now();
     let mut child = std::process::Command::new(binary)

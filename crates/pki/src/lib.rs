@@ -46,6 +46,41 @@ impl CertificateAuthority {
         dns_names: &[&str],
         ips: &[IpAddr],
     ) -> Result<IssuedCertificate, Error> {
+        self.issue_serving(
+            common_name,
+            dns_names,
+            ips,
+            &[ExtendedKeyUsagePurpose::ServerAuth],
+        )
+    }
+
+    /// A serving certificate its holder also presents as a client: etcd's
+    /// JSON gateway dials etcd's own gRPC port with it when client certificates
+    /// are required (as kubeadm's etcd server certificate allows).
+    pub fn issue_server_and_client(
+        &self,
+        common_name: &str,
+        dns_names: &[&str],
+        ips: &[IpAddr],
+    ) -> Result<IssuedCertificate, Error> {
+        self.issue_serving(
+            common_name,
+            dns_names,
+            ips,
+            &[
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        )
+    }
+
+    fn issue_serving(
+        &self,
+        common_name: &str,
+        dns_names: &[&str],
+        ips: &[IpAddr],
+        usages: &[ExtendedKeyUsagePurpose],
+    ) -> Result<IssuedCertificate, Error> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name = name(common_name, &[]);
         params.subject_alt_names = dns_names
@@ -59,7 +94,7 @@ impl CertificateAuthority {
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.extended_key_usages = usages.to_vec();
         self.sign(params)
     }
 

@@ -12,7 +12,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use ratchet_operator::storage::runner::ratchet_crds;
 use ratchet_operator::storage::{self, CrdVersions, MigrationOptions};
-use ratchet_testenv::etcd::EtcdClient;
+use ratchet_testenv::etcd::{EtcdClient, EtcdTls};
 use serde::Deserialize;
 
 #[derive(Args)]
@@ -35,10 +35,21 @@ enum StorageCommand {
 
 #[derive(Args)]
 struct ReportArgs {
-    /// etcd's JSON gateway (e.g. http://127.0.0.1:2379); without it only the
+    /// etcd's JSON gateway (e.g. https://127.0.0.1:2379); without it only the
     /// API server's view is reported.
     #[arg(long)]
     etcd_url: Option<String>,
+    /// For an etcd that serves TLS: the CA that signed its certificate (e.g.
+    /// kubeadm's /etc/kubernetes/pki/etcd/ca.crt).
+    #[arg(long, requires_all = ["etcd_url", "etcd_cert_file", "etcd_key_file"])]
+    etcd_ca_file: Option<PathBuf>,
+    /// A client certificate etcd trusts (e.g. the API server's,
+    /// /etc/kubernetes/pki/apiserver-etcd-client.crt).
+    #[arg(long, requires = "etcd_ca_file")]
+    etcd_cert_file: Option<PathBuf>,
+    /// Its key.
+    #[arg(long, requires = "etcd_ca_file")]
+    etcd_key_file: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -90,7 +101,19 @@ struct Row {
 
 async fn report(client: &Client, args: ReportArgs) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let etcd = args.etcd_url.map(EtcdClient::new);
+    let etcd = match (
+        &args.etcd_url,
+        &args.etcd_ca_file,
+        &args.etcd_cert_file,
+        &args.etcd_key_file,
+    ) {
+        (Some(url), Some(ca), Some(cert), Some(key)) => Some(EtcdClient::with_tls(
+            url,
+            &EtcdTls::from_files(ca, cert, key)?,
+        )?),
+        (Some(url), _, _, _) => Some(EtcdClient::new(url)),
+        (None, ..) => None,
+    };
     let mut rows = Vec::new();
     for name in ratchet_crds() {
         let Some(crd) = crds.get_opt(&name).await? else {

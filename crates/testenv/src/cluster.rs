@@ -15,7 +15,7 @@ use kube::{Api, Client, Config};
 
 use crate::binaries::KubeBinaries;
 use crate::error::{IoContext, Result, TestEnvError};
-use crate::etcd::EtcdClient;
+use crate::etcd::{EtcdClient, EtcdTls};
 use crate::pki::{PkiFiles, write_cluster_pki};
 use crate::process::ManagedProcess;
 
@@ -55,6 +55,18 @@ pub struct ClusterOptions {
     /// Extra kube-apiserver flags (e.g. `--watch-cache=false`, so lists are
     /// served by etcd and their continue tokens expire on compaction).
     pub apiserver_args: Vec<String>,
+    /// etcd serves TLS and wants client certificates, as on a production
+    /// control plane; the API server and [`LocalCluster::etcd`] use a client
+    /// identity, whose files [`LocalCluster::etcd_client_files`] names.
+    pub etcd_tls: bool,
+}
+
+/// The files a client needs to reach a TLS etcd.
+#[derive(Clone, Debug)]
+pub struct EtcdClientFiles {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl Default for ClusterOptions {
@@ -64,6 +76,7 @@ impl Default for ClusterOptions {
             keep_dir: false,
             binaries: None,
             apiserver_args: Vec::new(),
+            etcd_tls: false,
         }
     }
 }
@@ -87,6 +100,7 @@ pub struct LocalCluster {
     config: Config,
     kubeconfig_path: PathBuf,
     etcd_client: EtcdClient,
+    etcd_client_files: Option<EtcdClientFiles>,
     apiserver_url: String,
     binaries: KubeBinaries,
     timings: StartupTimings,
@@ -134,7 +148,19 @@ impl LocalCluster {
         let pki = write_cluster_pki(&dir_path.join("pki"))?;
 
         let phase = Instant::now();
-        let (etcd, etcd_client) = start_etcd(&binaries, &dir_path, options.start_timeout).await?;
+        let etcd_client_files = options.etcd_tls.then(|| EtcdClientFiles {
+            ca: pki.ca_cert.clone(),
+            cert: pki.etcd_client_cert.clone(),
+            key: pki.etcd_client_key.clone(),
+        });
+        let (etcd, etcd_client) = start_etcd(
+            &binaries,
+            &dir_path,
+            &pki,
+            etcd_client_files.as_ref(),
+            options.start_timeout,
+        )
+        .await?;
         timings.etcd = phase.elapsed();
 
         let phase = Instant::now();
@@ -186,6 +212,7 @@ impl LocalCluster {
             config,
             kubeconfig_path,
             etcd_client,
+            etcd_client_files,
             apiserver_url,
             binaries,
             timings,
@@ -211,6 +238,11 @@ impl LocalCluster {
 
     pub fn apiserver_url(&self) -> &str {
         &self.apiserver_url
+    }
+
+    /// The CA and client identity for etcd, when it serves TLS.
+    pub fn etcd_client_files(&self) -> Option<&EtcdClientFiles> {
+        self.etcd_client_files.as_ref()
     }
 
     /// Direct access to the cluster's etcd, for reading what is really stored.
@@ -257,13 +289,16 @@ impl LocalCluster {
 async fn start_etcd(
     binaries: &KubeBinaries,
     dir: &Path,
+    pki: &PkiFiles,
+    tls: Option<&EtcdClientFiles>,
     timeout: Duration,
 ) -> Result<(ManagedProcess, EtcdClient)> {
     let client_port = free_port()?;
     let peer_port = free_port()?;
-    let client_url = format!("http://127.0.0.1:{client_port}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let client_url = format!("{scheme}://127.0.0.1:{client_port}");
     let peer_url = format!("http://127.0.0.1:{peer_port}");
-    let args = vec![
+    let mut args = vec![
         "--name=local".to_string(),
         format!("--data-dir={}", dir.join("etcd").display()),
         format!("--listen-client-urls={client_url}"),
@@ -275,8 +310,22 @@ async fn start_etcd(
         "--unsafe-no-fsync".to_string(),
         "--log-level=warn".to_string(),
     ];
+    let client = match tls {
+        Some(files) => {
+            args.extend([
+                format!("--cert-file={}", pki.etcd_cert.display()),
+                format!("--key-file={}", pki.etcd_key.display()),
+                "--client-cert-auth=true".to_string(),
+                format!("--trusted-ca-file={}", pki.ca_cert.display()),
+            ]);
+            EtcdClient::with_tls(
+                client_url,
+                &EtcdTls::from_files(&files.ca, &files.cert, &files.key)?,
+            )?
+        }
+        None => EtcdClient::new(client_url),
+    };
     let mut etcd = ManagedProcess::start("etcd", &binaries.etcd(), &args, dir.join("etcd.log"))?;
-    let client = EtcdClient::new(client_url);
     etcd.wait_ready(timeout, || client.healthy()).await?;
     Ok((etcd, client))
 }
@@ -314,6 +363,13 @@ async fn start_apiserver(
         "--v=1".to_string(),
     ]
     .into_iter()
+    .chain(options.etcd_tls.then_some(()).into_iter().flat_map(|()| {
+        [
+            format!("--etcd-cafile={}", pki.ca_cert.display()),
+            format!("--etcd-certfile={}", pki.etcd_client_cert.display()),
+            format!("--etcd-keyfile={}", pki.etcd_client_key.display()),
+        ]
+    }))
     .chain(options.apiserver_args.iter().cloned())
     .collect::<Vec<_>>();
     let mut apiserver = ManagedProcess::start(

@@ -3,12 +3,68 @@
 //! Only etcd tells which API version an object is really stored in: through the
 //! API server you always get the version you ask for. Tests and the storage
 //! report read `/registry/<group>/<plural>/<namespace>/<name>` here.
+//!
+//! Plain HTTP, or TLS with a client certificate as production etcd wants it
+//! (the API server's etcd client identity, e.g. kubeadm's
+//! `apiserver-etcd-client.crt`).
+
+use std::path::Path;
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::Deserialize;
 
 use crate::error::{Result, TestEnvError};
+
+/// PEM: the CA that signed etcd's serving certificate, and a client identity
+/// etcd trusts.
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl EtcdTls {
+    pub fn from_files(ca: &Path, cert: &Path, key: &Path) -> Result<EtcdTls> {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p)
+                .map_err(|e| TestEnvError::Etcd(format!("reading {}: {e}", p.display())))
+        };
+        Ok(EtcdTls {
+            ca_pem: read(ca)?,
+            cert_pem: read(cert)?,
+            key_pem: read(key)?,
+        })
+    }
+
+    fn client_config(&self) -> Result<rustls::ClientConfig> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let tls_error = |what: &str, e: &dyn std::fmt::Display| {
+            TestEnvError::Etcd(format!("etcd TLS: {what}: {e}"))
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(self.ca_pem.as_bytes()) {
+            let cert = cert.map_err(|e| tls_error("the CA", &e))?;
+            roots.add(cert).map_err(|e| tls_error("the CA", &e))?;
+        }
+        let chain = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| tls_error("the client certificate", &e))?;
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .map_err(|e| tls_error("the client key", &e))?;
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls_error("protocol versions", &e))?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| tls_error("the client identity", &e))
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct EtcdClient {
@@ -64,6 +120,18 @@ impl EtcdClient {
             base_url: base_url.into(),
             http: reqwest::Client::new(),
         }
+    }
+
+    /// A client for an etcd that serves TLS and asks for a client certificate.
+    pub fn with_tls(base_url: impl Into<String>, tls: &EtcdTls) -> Result<Self> {
+        let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls.client_config()?)
+            .build()
+            .map_err(|e| TestEnvError::Etcd(format!("etcd TLS client: {e}")))?;
+        Ok(EtcdClient {
+            base_url: base_url.into(),
+            http,
+        })
     }
 
     pub fn base_url(&self) -> &str {

@@ -18,8 +18,8 @@ pub mod shared;
 pub mod wait;
 
 pub use binaries::KubeBinaries;
-pub use cluster::{ClusterOptions, LocalCluster, StartupTimings};
+pub use cluster::{ClusterOptions, EtcdClientFiles, LocalCluster, StartupTimings};
 pub use error::{Result, TestEnvError};
-pub use etcd::{EtcdClient, StoredObject};
+pub use etcd::{EtcdClient, EtcdTls, StoredObject};
 pub use kubelet::{Behaviour, Exit, KubeletOptions, PodSelector, Scenarios, SimKubelet};
 pub use shared::{TestEnv, TestNamespace};

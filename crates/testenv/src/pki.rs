@@ -19,6 +19,12 @@ pub struct PkiFiles {
     pub serving_key: PathBuf,
     pub service_account_key: PathBuf,
     pub service_account_public_key: PathBuf,
+    /// etcd's serving identity and the client identity it trusts (used when
+    /// etcd serves TLS).
+    pub etcd_cert: PathBuf,
+    pub etcd_key: PathBuf,
+    pub etcd_client_cert: PathBuf,
+    pub etcd_client_key: PathBuf,
     /// PEM strings of the admin client identity, embedded into the kubeconfig.
     pub ca_pem: String,
     pub admin_cert_pem: String,
@@ -44,6 +50,9 @@ pub fn write_cluster_pki(dir: &Path) -> Result<PkiFiles> {
         ],
     )?;
     let admin = ca.issue_client("ratchet-admin", &["system:masters"])?;
+    let etcd =
+        ca.issue_server_and_client("etcd", &["localhost"], &[IpAddr::V4(Ipv4Addr::LOCALHOST)])?;
+    let etcd_client = ca.issue_client("kube-apiserver-etcd-client", &[])?;
     let service_account = KeyPair::generate()?;
 
     let files = PkiFiles {
@@ -52,6 +61,10 @@ pub fn write_cluster_pki(dir: &Path) -> Result<PkiFiles> {
         serving_key: dir.join("apiserver.key"),
         service_account_key: dir.join("service-account.key"),
         service_account_public_key: dir.join("service-account.pub"),
+        etcd_cert: dir.join("etcd.crt"),
+        etcd_key: dir.join("etcd.key"),
+        etcd_client_cert: dir.join("etcd-client.crt"),
+        etcd_client_key: dir.join("etcd-client.key"),
         ca_pem: ca.cert_pem(),
         admin_cert_pem: admin.cert_pem,
         admin_key_pem: admin.key_pem,
@@ -65,6 +78,10 @@ pub fn write_cluster_pki(dir: &Path) -> Result<PkiFiles> {
             &files.service_account_public_key,
             &service_account.public_key_pem(),
         ),
+        (&files.etcd_cert, &etcd.cert_pem),
+        (&files.etcd_key, &etcd.key_pem),
+        (&files.etcd_client_cert, &etcd_client.cert_pem),
+        (&files.etcd_client_key, &etcd_client.key_pem),
     ] {
         std::fs::write(path, content).at(path)?;
     }

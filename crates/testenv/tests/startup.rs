@@ -5,12 +5,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
 use ratchet_testenv::binaries::check_go;
-use ratchet_testenv::{ClusterOptions, KubeBinaries, LocalCluster, TestEnvError};
+use ratchet_testenv::{
+    ClusterOptions, EtcdClient, EtcdTls, KubeBinaries, LocalCluster, TestEnvError,
+};
 
 #[tokio::test]
 async fn two_clusters_run_side_by_side_and_stop_on_drop() -> Result<()> {
@@ -147,6 +149,55 @@ async fn missing_binaries_and_missing_go_are_named() -> Result<()> {
     ensure!(
         err.contains("Go toolchain is missing") && err.contains("/nonexistent/go"),
         "{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn etcd_with_tls_serves_the_cluster_and_refuses_clients_without_a_trusted_certificate()
+-> Result<()> {
+    let cluster = LocalCluster::start_with(ClusterOptions {
+        etcd_tls: true,
+        ..ClusterOptions::default()
+    })
+    .await?;
+    let url = cluster.etcd().base_url().to_string();
+    ensure!(url.starts_with("https://"), "{url}");
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": "over-tls" } }))?;
+    Api::<Namespace>::all(cluster.client()?)
+        .create(&PostParams::default(), &ns)
+        .await?;
+    ensure!(
+        cluster
+            .etcd()
+            .get("/registry/namespaces/over-tls")
+            .await?
+            .is_some(),
+        "the API server stored it through TLS, the client identity reads it"
+    );
+
+    let files = cluster.etcd_client_files().context("TLS files")?;
+    let trusted = EtcdTls::from_files(&files.ca, &files.cert, &files.key)?;
+    let stranger = ratchet_pki::CertificateAuthority::new("stranger")?.issue_client("x", &[])?;
+    let untrusted = EtcdTls {
+        cert_pem: stranger.cert_pem,
+        key_pem: stranger.key_pem,
+        ..trusted
+    };
+    ensure!(
+        EtcdClient::with_tls(&url, &untrusted)?
+            .get("/registry/namespaces/over-tls")
+            .await
+            .is_err(),
+        "a certificate from another CA is refused"
+    );
+    ensure!(
+        EtcdClient::new(&url)
+            .get("/registry/namespaces/over-tls")
+            .await
+            .is_err(),
+        "no certificate is refused"
     );
     Ok(())
 }

@@ -90,7 +90,7 @@ pub fn preflight(live: &CustomResourceDefinition, next: &CustomResourceDefinitio
     for stored in &live_versions.stored {
         if !kept.contains(&stored.as_str()) {
             problems.push(format!(
-                "{}: version {stored} is removed, but status.storedVersions still lists it ({}); objects may still be stored as {stored}. Run the stored-version migration with the current Ratchet (it rewrites every object as {} and prunes storedVersions), then apply again",
+                "{}: version {stored} is removed, but status.storedVersions still lists it ({}); objects may still be stored as {stored}. Run the stored-version migration with the current Ratchet (the operator does at start-up, or `ratchet storage migrate`: it rewrites every object as {} and prunes storedVersions), then apply again",
                 live_versions.name,
                 live_versions.stored.join(", "),
                 live_versions.storage.as_deref().unwrap_or("the storage version"),
