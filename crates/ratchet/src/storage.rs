@@ -111,7 +111,7 @@ async fn report(client: &Client, args: ReportArgs) -> anyhow::Result<()> {
             url,
             &EtcdTls::from_files(ca, cert, key)?,
         )?),
-        (Some(url), _, _, _) => Some(EtcdClient::new(url)),
+        (Some(url), _, _, _) => Some(EtcdClient::new(url)?),
         (None, ..) => None,
     };
     let mut rows = Vec::new();

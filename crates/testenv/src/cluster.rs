@@ -323,7 +323,7 @@ async fn start_etcd(
                 &EtcdTls::from_files(&files.ca, &files.cert, &files.key)?,
             )?
         }
-        None => EtcdClient::new(client_url),
+        None => EtcdClient::new(client_url)?,
     };
     let mut etcd = ManagedProcess::start("etcd", &binaries.etcd(), &args, dir.join("etcd.log"))?;
     etcd.wait_ready(timeout, || client.healthy()).await?;

@@ -55,15 +55,17 @@ impl EtcdTls {
             .map_err(|e| tls_error("the client certificate", &e))?;
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
             .map_err(|e| tls_error("the client key", &e))?;
-        rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| tls_error("protocol versions", &e))?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)
-        .map_err(|e| tls_error("the client identity", &e))
+        tls_builder()?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| tls_error("the client identity", &e))
     }
+}
+
+fn tls_builder() -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>> {
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TestEnvError::Etcd(format!("etcd TLS: protocol versions: {e}")))
 }
 
 #[derive(Clone, Debug)]
@@ -115,19 +117,26 @@ struct RangeKv {
 const PAGE: usize = 500;
 
 impl EtcdClient {
-    pub fn new(base_url: impl Into<String>) -> Self {
-        EtcdClient {
-            base_url: base_url.into(),
-            http: reqwest::Client::new(),
-        }
+    /// A client for an etcd that answers plain HTTP.
+    pub fn new(base_url: impl Into<String>) -> Result<Self> {
+        // No process-wide TLS provider is assumed: even a plain client gets
+        // its (unused) TLS configuration handed in.
+        let tls = tls_builder()?
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        Self::build(base_url, tls)
     }
 
     /// A client for an etcd that serves TLS and asks for a client certificate.
     pub fn with_tls(base_url: impl Into<String>, tls: &EtcdTls) -> Result<Self> {
+        Self::build(base_url, tls.client_config()?)
+    }
+
+    fn build(base_url: impl Into<String>, tls: rustls::ClientConfig) -> Result<Self> {
         let http = reqwest::Client::builder()
-            .use_preconfigured_tls(tls.client_config()?)
+            .use_preconfigured_tls(tls)
             .build()
-            .map_err(|e| TestEnvError::Etcd(format!("etcd TLS client: {e}")))?;
+            .map_err(|e| TestEnvError::Etcd(format!("etcd client: {e}")))?;
         Ok(EtcdClient {
             base_url: base_url.into(),
             http,

@@ -54,7 +54,7 @@ impl TestEnv {
     }
 
     /// A client for the cluster's etcd, bound to the caller's runtime.
-    pub fn etcd(&self) -> EtcdClient {
+    pub fn etcd(&self) -> Result<EtcdClient> {
         EtcdClient::new(self.etcd_url.clone())
     }
 

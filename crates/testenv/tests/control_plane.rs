@@ -403,14 +403,14 @@ async fn crd_with_two_versions_stores_objects_in_the_storage_version() -> Result
     );
 
     let key = format!("/registry/testenv.ratchet.c5c3.io/widgets/{}/w1", ns.name());
-    let raw = env.etcd().get(&key).await?.context("object in etcd")?;
+    let raw = env.etcd()?.get(&key).await?.context("object in etcd")?;
     ensure!(
         raw.json_api_version().as_deref() == Some("testenv.ratchet.c5c3.io/v1alpha1"),
         "stored as {:?}",
         raw.json_api_version()
     );
     let listed = env
-        .etcd()
+        .etcd()?
         .list_prefix(&format!(
             "/registry/testenv.ratchet.c5c3.io/widgets/{}/",
             ns.name()

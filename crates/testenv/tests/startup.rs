@@ -193,7 +193,7 @@ async fn etcd_with_tls_serves_the_cluster_and_refuses_clients_without_a_trusted_
         "a certificate from another CA is refused"
     );
     ensure!(
-        EtcdClient::new(&url)
+        EtcdClient::new(&url)?
             .get("/registry/namespaces/over-tls")
             .await
             .is_err(),
