@@ -4,7 +4,6 @@
 //! process — wall time, objects per second, its peak RSS — and etcd checked.
 
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -14,7 +13,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
 use ratchet_api::cinder::{self, v1alpha1};
-use ratchet_operator::webhooks::registration::{ConversionTarget, Endpoint, ensure_conversion};
 use ratchet_testenv::LocalCluster;
 
 use crate::operator::ratchet_binary;
@@ -87,19 +85,10 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let (webhook, ca) = ratchet_operator::webhooks::serve_on_localhost(
-        "127.0.0.1:0".parse()?,
-        Arc::new(ratchet_operator::metrics::Metrics::default()),
-    )
-    .await?;
     // Upgrading Ratchet: its CRDs, with the conversion pointed at the webhook.
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
-    ensure_conversion(
+    let webhook = ratchet_operator::install::install_crds_with_local_conversion(
         &client,
-        &ConversionTarget {
-            endpoint: Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port())),
-            ca_pem: ca,
-        },
+        Duration::from_secs(60),
     )
     .await?;
 

@@ -16,6 +16,30 @@ pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
     apply_crds(client, crds, timeout).await
 }
 
+/// Every CRD, with the Cinder CRD's conversion served by a webhook server on
+/// localhost, started here: upgrading Ratchet's CRDs on a local cluster, where
+/// no operator Service exists. Conversion works while the server is kept.
+pub async fn install_crds_with_local_conversion(
+    client: &Client,
+    timeout: Duration,
+) -> Result<crate::webhooks::WebhookServer> {
+    let (server, ca_pem) = crate::webhooks::serve_on_localhost(
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+        std::sync::Arc::new(crate::metrics::Metrics::default()),
+    )
+    .await?;
+    install_crds(client, timeout).await?;
+    let target = crate::webhooks::ConversionTarget {
+        endpoint: crate::webhooks::Endpoint::Url(format!(
+            "https://127.0.0.1:{}",
+            server.local_addr.port()
+        )),
+        ca_pem,
+    };
+    crate::webhooks::registration::ensure_conversion(client, &target).await?;
+    Ok(server)
+}
+
 /// The CRDs as Ratchet shipped them before Cinder v1beta1: Cinder served and
 /// stored as v1alpha1 only. Where stored-version migration is shown and measured.
 pub async fn install_crds_before_v1beta1(client: &Client, timeout: Duration) -> Result<()> {

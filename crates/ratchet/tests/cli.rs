@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
@@ -14,19 +14,7 @@ use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 
 fn ratchet(env: &TestEnv, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .args(args)
-        .env("KUBECONFIG", env.kubeconfig_path())
-        .output()
-        .expect("the ratchet binary runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::ratchet(env.kubeconfig_path(), args)
 }
 
 #[tokio::test]
@@ -54,7 +42,7 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
 
     // plan: an allowed step lists the Jobs and restarts in order; a skip is refused.
     let out = ratchet(env, &["plan", "c", "--to", "2026.2", "-n", &name]);
-    let t = text(&out);
+    let t = common::text(&out);
     ensure!(out.status.success(), "{t}");
     ensure!(
         t.contains("allowed")
@@ -64,9 +52,9 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     );
     let out = ratchet(env, &["plan", "c", "--to", "2027.1", "-n", &name]);
     ensure!(
-        out.status.code() == Some(3) && text(&out).contains("REFUSED"),
+        out.status.code() == Some(3) && common::text(&out).contains("REFUSED"),
         "{}",
-        text(&out)
+        common::text(&out)
     );
     ensure!(
         api.get("c").await?.spec.open_stack_release == "2026.1",
@@ -76,9 +64,9 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     // abort with no upgrade running is refused with a reason.
     let out = ratchet(env, &["abort", "c", "-n", &name]);
     ensure!(
-        !out.status.success() && text(&out).contains("no upgrade is in progress"),
+        !out.status.success() && common::text(&out).contains("no upgrade is in progress"),
         "{}",
-        text(&out)
+        common::text(&out)
     );
 
     // status during an upgrade shows the phase; abort reverts it.
@@ -107,9 +95,9 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     .await?;
     let out = ratchet(env, &["status", "-n", &name]);
     ensure!(
-        text(&out).contains("Migrating") && text(&out).contains("2026.2"),
+        common::text(&out).contains("Migrating") && common::text(&out).contains("2026.2"),
         "{}",
-        text(&out)
+        common::text(&out)
     );
     let out = ratchet(env, &["status", "-n", &name, "-o", "json"]);
     let parsed: serde_json::Value = serde_json::from_slice(&out.stdout)?;
@@ -131,7 +119,7 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
         .create(&Default::default(), &ironic)
         .await?;
     let out = ratchet(env, &["status", "-n", &name]);
-    let rows = text(&out);
+    let rows = common::text(&out);
     ensure!(
         rows.lines()
             .any(|l| l.starts_with("Ironic") && l.contains(" bm ")),
@@ -144,8 +132,12 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     );
 
     let out = ratchet(env, &["abort", "c", "-n", &name]);
-    ensure!(out.status.success(), "{}", text(&out));
-    ensure!(text(&out).contains(r#""tag":"2026.1""#), "{}", text(&out));
+    ensure!(out.status.success(), "{}", common::text(&out));
+    ensure!(
+        common::text(&out).contains(r#""tag":"2026.1""#),
+        "{}",
+        common::text(&out)
+    );
     until(
         &api,
         "c",
@@ -225,7 +217,7 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
         )
         .await?;
         let out = ratchet(env, &["status", "-n", &name]);
-        let row = text(&out)
+        let row = common::text(&out)
             .lines()
             .find(|l| l.contains(&format!(" {cname} ")))
             .unwrap_or_default()
@@ -234,14 +226,18 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
         let out = ratchet(env, &["abort", &cname, "-n", &name]);
         if phase == CinderUpgradePhase::Contracting {
             ensure!(
-                !out.status.success() && text(&out).contains("--force"),
+                !out.status.success() && common::text(&out).contains("--force"),
                 "{}",
-                text(&out)
+                common::text(&out)
             );
             let out = ratchet(env, &["abort", &cname, "-n", &name, "--force"]);
-            ensure!(out.status.success(), "{}", text(&out));
+            ensure!(out.status.success(), "{}", common::text(&out));
         } else {
-            ensure!(out.status.success(), "abort in {label}: {}", text(&out));
+            ensure!(
+                out.status.success(),
+                "abort in {label}: {}",
+                common::text(&out)
+            );
         }
         until(
             &api,

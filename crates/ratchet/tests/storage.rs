@@ -2,41 +2,24 @@
 //! them before upgrading Ratchet, against a control plane whose etcd serves TLS
 //! and wants client certificates, as production etcd does.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::{Api, CustomResourceExt};
 use ratchet_api::cinder::{self, conversion, v1alpha1, v1beta1};
-use ratchet_operator::webhooks::registration::{ConversionTarget, Endpoint, ensure_conversion};
 use ratchet_testenv::{ClusterOptions, EtcdClientFiles, LocalCluster};
 use serde_json::{Value, json};
 
 const OBJECTS: usize = 5;
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-fn ratchet(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .expect("the ratchet binary runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// The report's row for the Cinder CRD.
 fn cinder_row(kubeconfig: &Path, etcd_url: &str, files: &EtcdClientFiles) -> Result<Value> {
-    let out = ratchet(
+    let out = common::ratchet(
         kubeconfig,
         &[
             "storage",
@@ -52,7 +35,7 @@ fn cinder_row(kubeconfig: &Path, etcd_url: &str, files: &EtcdClientFiles) -> Res
             files.key.to_str().context("path")?,
         ],
     );
-    ensure!(out.status.success(), "{}", text(&out));
+    ensure!(out.status.success(), "{}", common::text(&out));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout)?;
     rows.into_iter()
         .find(|r| r["crd"] == "cinders.cinder.openstack.c5c3.io")
@@ -93,20 +76,8 @@ async fn report_preflight_and_migrate_before_upgrading_ratchet() -> Result<()> {
     }
 
     // This Ratchet's CRDs, with the conversion pointed at a local webhook.
-    let (webhook, ca) = ratchet_operator::webhooks::serve_on_localhost(
-        "127.0.0.1:0".parse()?,
-        Arc::new(ratchet_operator::metrics::Metrics::default()),
-    )
-    .await?;
-    ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
-    ensure_conversion(
-        &client,
-        &ConversionTarget {
-            endpoint: Endpoint::Url(format!("https://127.0.0.1:{}", webhook.local_addr.port())),
-            ca_pem: ca,
-        },
-    )
-    .await?;
+    let webhook =
+        ratchet_operator::install::install_crds_with_local_conversion(&client, TIMEOUT).await?;
 
     // What is really stored: every object still as v1alpha1.
     let row = cinder_row(kubeconfig, &etcd_url, files)?;
@@ -126,13 +97,13 @@ async fn report_preflight_and_migrate_before_upgrading_ratchet() -> Result<()> {
         "{row}"
     );
     // etcd refuses a client without a certificate it trusts.
-    let plain = ratchet(kubeconfig, &["storage", "report", "--etcd-url", &etcd_url]);
+    let plain = common::ratchet(kubeconfig, &["storage", "report", "--etcd-url", &etcd_url]);
     ensure!(
         !plain.status.success()
-            && text(&plain).contains("etcd request failed")
-            && !text(&plain).contains("panicked"),
+            && common::text(&plain).contains("etcd request failed")
+            && !common::text(&plain).contains("panicked"),
         "{}",
-        text(&plain)
+        common::text(&plain)
     );
 
     // The next Ratchet drops v1alpha1: not safe yet.
@@ -143,20 +114,22 @@ async fn report_preflight_and_migrate_before_upgrading_ratchet() -> Result<()> {
         ratchet_api::crd_yaml(&v1beta1::Cinder::crd())?,
     )?;
     let next = next.to_str().context("path")?;
-    let refused = ratchet(kubeconfig, &["storage", "preflight", "--crds", next]);
-    ensure!(!refused.status.success(), "{}", text(&refused));
+    let refused = common::ratchet(kubeconfig, &["storage", "preflight", "--crds", next]);
+    ensure!(!refused.status.success(), "{}", common::text(&refused));
     ensure!(
-        text(&refused).contains("v1alpha1") && text(&refused).contains("ratchet storage migrate"),
+        common::text(&refused).contains("v1alpha1")
+            && common::text(&refused).contains("ratchet storage migrate"),
         "{}",
-        text(&refused)
+        common::text(&refused)
     );
 
-    let migrated = ratchet(kubeconfig, &["storage", "migrate"]);
-    ensure!(migrated.status.success(), "{}", text(&migrated));
+    let migrated = common::ratchet(kubeconfig, &["storage", "migrate"]);
+    ensure!(migrated.status.success(), "{}", common::text(&migrated));
     ensure!(
-        text(&migrated).contains("storedVersions pruned from [v1alpha1, v1beta1] to [v1beta1]"),
+        common::text(&migrated)
+            .contains("storedVersions pruned from [v1alpha1, v1beta1] to [v1beta1]"),
         "{}",
-        text(&migrated)
+        common::text(&migrated)
     );
 
     let row = cinder_row(kubeconfig, &etcd_url, files)?;
@@ -166,8 +139,8 @@ async fn report_preflight_and_migrate_before_upgrading_ratchet() -> Result<()> {
         "{row}"
     );
     ensure!(row["verdict"] == "clean", "{row}");
-    let safe = ratchet(kubeconfig, &["storage", "preflight", "--crds", next]);
-    ensure!(safe.status.success(), "{}", text(&safe));
+    let safe = common::ratchet(kubeconfig, &["storage", "preflight", "--crds", next]);
+    ensure!(safe.status.success(), "{}", common::text(&safe));
     drop(webhook);
     Ok(())
 }

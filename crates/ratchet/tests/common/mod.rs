@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -56,4 +58,22 @@ pub async fn service_account_runs_the_operator(
     operator.stop().await;
     ns.cleanup().await;
     Ok(())
+}
+
+/// Runs the `ratchet` binary against the cluster of `kubeconfig`.
+pub fn ratchet(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("the ratchet binary runs")
+}
+
+/// What a run printed, stdout then stderr.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
