@@ -626,6 +626,62 @@ async fn fewer_than_two_replicas_is_a_warning_not_a_refusal() -> Result<()> {
     Ok(())
 }
 
+/// A StatefulSet reports no stalls itself: the conductors' roll is judged from
+/// their pods against `rolloutDeadlineSeconds`, like the API's Deployment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conductor_roll_without_progress_is_reported_as_stalled_and_resumes() -> Result<()> {
+    let h = Harness::start("ironic-stall").await?;
+    let mut manifest = ratchet_api::ironic::example_manifest("i", "2026.1", REPO, "2026.1", 2);
+    manifest["spec"]["rolloutDeadlineSeconds"] = json!(10);
+    h.api::<Ironic>()
+        .create(&PostParams::default(), &serde_json::from_value(manifest)?)
+        .await?;
+    wait_settled(&h, "2026.1").await?;
+    let hang = h.env.scenarios().add(
+        PodSelector::workload(h.name(), "i-conductor").with_image_containing(":2026.2"),
+        Behaviour::hang(),
+    );
+    set_release(&h, "2026.2").await?;
+    let stalled = until(
+        &h.api::<Ironic>(),
+        "i",
+        TIMEOUT,
+        "DeploymentsReady False RolloutStalled",
+        |i: &Ironic| {
+            condition(i, "DeploymentsReady") == Some(("False".into(), "RolloutStalled".into()))
+        },
+    )
+    .await?;
+    let status = stalled.status.context("status")?;
+    ensure!(status.upgrade_phase == IronicUpgradePhase::PinnedRoll);
+    ensure!(
+        status.rolling_workload == "i-conductor",
+        "{}",
+        status.rolling_workload
+    );
+    h.wait_event("i", "RolloutStalled").await?;
+    let api: Deployment = h.api::<Deployment>().get("i-api").await?;
+    ensure!(
+        env_of(api.spec.as_ref().map(|s| &s.template), PIN_ENV).is_none(),
+        "the API waits for the conductors"
+    );
+
+    // The cause fixed and the stuck pod replaced, the roll goes on.
+    h.env.scenarios().remove(hang);
+    let pods: Api<Pod> = h.api();
+    pods.delete("i-conductor-1", &Default::default()).await?;
+    wait_settled(&h, "2026.2").await?;
+    let warnings = h
+        .event_reasons("i")
+        .await?
+        .into_iter()
+        .filter(|r| r == "RolloutStalled")
+        .count();
+    ensure!(warnings == 1, "announced once: {warnings}");
+    h.finish().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyncs_first()
 -> Result<()> {

@@ -10,6 +10,7 @@ pub mod model;
 mod observe;
 mod reconcile;
 pub mod render;
+mod stall;
 pub mod status;
 
 use std::fmt::Debug;

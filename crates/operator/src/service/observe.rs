@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -17,6 +18,7 @@ use super::OpenStackService;
 use super::caches::{Caches, owned_by};
 use super::model::{ServiceModel, WorkloadKind};
 use super::render::{Owner, PIN_ANNOTATION};
+use super::stall::{self, Stall};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::labels::{COMPONENT, POD_SPEC_HASH};
@@ -48,6 +50,9 @@ impl LiveWorkload {
 pub struct Children {
     pub jobs: BTreeMap<String, Arc<Job>>,
     pub workloads: BTreeMap<String, LiveWorkload>,
+    /// When an unfinished StatefulSet roll would pass its deadline: nothing
+    /// else wakes the controller if it never moves.
+    pub recheck_after: Option<Duration>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -87,6 +92,26 @@ pub async fn observe<S: OpenStackService>(
         .annotations
         .as_ref()
         .and_then(|a| a.get(S::CHECK_REPORTED_ANNOTATION).cloned());
+    let deadline =
+        Duration::from_secs(u64::try_from(model.rollout_deadline_seconds).unwrap_or(600));
+    let mut stalls = BTreeMap::new();
+    for (name, live) in &workloads {
+        if let LiveWorkload::StatefulSet(set) = live
+            && !stateful_set_rollout(set).1.complete()
+        {
+            stalls.insert(
+                name.clone(),
+                stall::check(ctx, namespace, set, deadline).await?,
+            );
+        }
+    }
+    let recheck_after = stalls
+        .values()
+        .filter_map(|s| match s {
+            Stall::CheckIn(left) => Some(*left + Duration::from_secs(1)),
+            Stall::Stalled => None,
+        })
+        .min();
     let mut observed_jobs = BTreeMap::new();
     for (suffix, job) in &jobs {
         let mut observed = observed_job(job);
@@ -106,13 +131,23 @@ pub async fn observe<S: OpenStackService>(
         jobs: observed_jobs,
         workloads: workloads
             .iter()
-            .map(|(name, w)| (name.clone(), observed_workload::<S>(name, w)))
+            .map(|(name, w)| {
+                let stalled = stalls.get(name) == Some(&Stall::Stalled);
+                (name.clone(), observed_workload::<S>(name, w, stalled))
+            })
             .collect(),
         desired_workloads: model.workload_ids(),
         reported_check_job,
         now: k8s_openapi::jiff::Timestamp::now().to_string(),
     };
-    Ok((observed, Children { jobs, workloads }))
+    Ok((
+        observed,
+        Children {
+            jobs,
+            workloads,
+            recheck_after,
+        },
+    ))
 }
 
 fn observed_job(job: &Job) -> ObservedJob {
@@ -214,7 +249,13 @@ async fn last_pod_termination(
     })
 }
 
-fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> ObservedWorkload {
+/// `stateful_set_stalled`: the verdict of [`stall::check`] (a StatefulSet
+/// does not report stalls itself).
+fn observed_workload<S: OpenStackService>(
+    name: &str,
+    live: &LiveWorkload,
+    stateful_set_stalled: bool,
+) -> ObservedWorkload {
     let (template, rollout, stalled) = match live {
         LiveWorkload::Deployment(d) => deployment_rollout(d),
         LiveWorkload::StatefulSet(s) => stateful_set_rollout(s),
@@ -235,7 +276,7 @@ fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> Ob
         image,
         installed_release: annotation(S::INSTALLED_RELEASE_ANNOTATION),
         pin: annotation(PIN_ANNOTATION),
-        stalled,
+        stalled: stalled || stateful_set_stalled,
         rollout,
     }
 }
@@ -268,8 +309,8 @@ fn deployment_rollout(d: &Deployment) -> (Option<&PodTemplateSpec>, Rollout, boo
     (spec.map(|s| &s.template), rollout, stalled)
 }
 
-/// A StatefulSet has no progress deadline; its rollout is complete when every
-/// pod runs the update revision and is ready and available.
+/// A StatefulSet has no progress deadline (see [`stall`]); its rollout is
+/// complete when every pod runs the update revision and is ready and available.
 fn stateful_set_rollout(s: &StatefulSet) -> (Option<&PodTemplateSpec>, Rollout, bool) {
     let spec = s.spec.as_ref();
     let status = s.status.as_ref();

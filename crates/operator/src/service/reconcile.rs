@@ -120,9 +120,10 @@ impl<S: OpenStackService> Pass<S> {
             self.remember(annotated);
         }
 
-        match decision.outcome {
-            Outcome::Settled | Outcome::Waiting => Ok(Action::await_change()),
-            Outcome::Failed { reason, message } => Err(Error::Blocked { reason, message }),
+        match (decision.outcome, children.recheck_after) {
+            (Outcome::Settled | Outcome::Waiting, Some(after)) => Ok(Action::requeue(after)),
+            (Outcome::Settled | Outcome::Waiting, None) => Ok(Action::await_change()),
+            (Outcome::Failed { reason, message }, _) => Err(Error::Blocked { reason, message }),
         }
     }
 
