@@ -249,6 +249,21 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
     if let Some((slow, total)) = slow_reconciles(&bench.operator, "0.128") {
         println!("operator reconcile passes over 128 ms: {slow} of {total}");
     }
+    // A failed pass retries after a backoff of at least a second: it shows up
+    // as a slow reaction, so say which passes failed and why.
+    let metrics = bench.operator.metrics().encode();
+    let errors: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("ratchet_reconcile_errors_total{"))
+        .collect();
+    println!(
+        "operator failed passes: {}",
+        if errors.is_empty() {
+            "none".to_string()
+        } else {
+            errors.join("; ")
+        }
+    );
     bench.operator.stop().await;
     println!(
         "full upgrade 2026.1 → 2026.2 (1 back end, instant pods), incl. second roll: {}",
