@@ -64,6 +64,9 @@ pub struct Phase {
     /// Whether reverting to the installed release still aborts cleanly once this
     /// phase has started (false from the point of no return on).
     pub abortable: bool,
+    /// Why aborting during this abortable phase needs the operator's care first
+    /// (`ratchet abort` then asks for `--force`); `None` when it is plainly safe.
+    pub abort_caution: Option<&'static str>,
 }
 
 /// A service's profile.

@@ -7,7 +7,8 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
-use ratchet_operator::cinder::plan::{Verdict, abort_patch, plan, render};
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::plan::{Verdict, abort_patch, plan, render};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Output {
@@ -33,7 +34,7 @@ pub struct StatusArgs {
 
 #[derive(Args)]
 pub struct PlanArgs {
-    /// The Cinder.
+    /// The resource: NAME (a Cinder) or KIND/NAME (cinder/NAME, ironic/NAME).
     name: String,
     /// The release to plan for.
     #[arg(long)]
@@ -44,11 +45,12 @@ pub struct PlanArgs {
 
 #[derive(Args)]
 pub struct AbortArgs {
-    /// The Cinder.
+    /// The resource: NAME (a Cinder) or KIND/NAME (cinder/NAME, ironic/NAME).
     name: String,
     #[arg(short, long)]
     namespace: Option<String>,
-    /// Abort even in Contracting (validate the database first).
+    /// Abort even in a phase that needs care first (Cinder's Contracting:
+    /// validate the database first).
     #[arg(long)]
     force: bool,
     /// For a digest-pinned image: the installed release's digest.
@@ -59,10 +61,14 @@ pub struct AbortArgs {
     dry_run: bool,
 }
 
-async fn cinders(namespace: Option<&str>, all: bool) -> anyhow::Result<Api<Cinder>> {
-    let client = Client::try_default()
+async fn client() -> anyhow::Result<Client> {
+    Client::try_default()
         .await
-        .context("connecting to Kubernetes")?;
+        .context("connecting to Kubernetes")
+}
+
+async fn cinders(namespace: Option<&str>, all: bool) -> anyhow::Result<Api<Cinder>> {
+    let client = client().await?;
     Ok(match (all, namespace) {
         (true, _) => Api::all(client),
         (false, Some(ns)) => Api::namespaced(client, ns),
@@ -204,13 +210,43 @@ async fn watch(cinders: Api<Cinder>, ironics: Api<Ironic>) -> anyhow::Result<()>
     Ok(())
 }
 
-pub async fn plan_cmd(args: PlanArgs) -> anyhow::Result<()> {
-    let api = cinders(args.namespace.as_deref(), false).await?;
-    let cinder = api
-        .get(&args.name)
+/// A resource named on the command line: `NAME` is a Cinder.
+enum Target<'a> {
+    Cinder(&'a str),
+    Ironic(&'a str),
+}
+
+fn target(text: &str) -> anyhow::Result<Target<'_>> {
+    match text.split_once('/') {
+        None => Ok(Target::Cinder(text)),
+        Some(("cinder" | "cinders", name)) => Ok(Target::Cinder(name)),
+        Some(("ironic" | "ironics", name)) => Ok(Target::Ironic(name)),
+        Some((kind, _)) => bail!("unknown kind {kind:?}: use cinder/NAME or ironic/NAME"),
+    }
+}
+
+async fn read<S: OpenStackService>(
+    namespace: Option<&str>,
+    name: &str,
+) -> anyhow::Result<(Api<S>, S)> {
+    let client = client().await?;
+    let api: Api<S> = match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::default_namespaced(client),
+    };
+    let object = api
+        .get(name)
         .await
-        .with_context(|| format!("reading Cinder {}", args.name))?;
-    let p = plan(&cinder, &args.to);
+        .with_context(|| format!("reading {} {name}", S::SERVICE))?;
+    Ok((api, object))
+}
+
+pub async fn plan_cmd(args: PlanArgs) -> anyhow::Result<()> {
+    let ns = args.namespace.as_deref();
+    let p = match target(&args.name)? {
+        Target::Cinder(name) => plan(&read::<Cinder>(ns, name).await?.1, &args.to),
+        Target::Ironic(name) => plan(&read::<Ironic>(ns, name).await?.1, &args.to),
+    };
     print!("{}", render(&p));
     if let Verdict::Refused(_) = p.verdict {
         std::process::exit(3);
@@ -219,14 +255,22 @@ pub async fn plan_cmd(args: PlanArgs) -> anyhow::Result<()> {
 }
 
 pub async fn abort(args: AbortArgs) -> anyhow::Result<()> {
-    let api = cinders(args.namespace.as_deref(), false).await?;
-    let cinder = api
-        .get(&args.name)
-        .await
-        .with_context(|| format!("reading Cinder {}", args.name))?;
-    let (patch, notes) = match abort_patch(&cinder, args.force, args.image_digest.as_deref()) {
+    let ns = args.namespace.as_deref();
+    match target(&args.name)? {
+        Target::Cinder(name) => abort_one::<Cinder>(ns, name, &args).await,
+        Target::Ironic(name) => abort_one::<Ironic>(ns, name, &args).await,
+    }
+}
+
+async fn abort_one<S: OpenStackService>(
+    namespace: Option<&str>,
+    name: &str,
+    args: &AbortArgs,
+) -> anyhow::Result<()> {
+    let (api, object) = read::<S>(namespace, name).await?;
+    let (patch, notes) = match abort_patch(&object, args.force, args.image_digest.as_deref()) {
         Ok(p) => p,
-        Err(refusal) => bail!("not aborting {}: {refusal}", args.name),
+        Err(refusal) => bail!("not aborting {name}: {refusal}"),
     };
     for note in &notes {
         println!("note: {note}");
@@ -235,7 +279,7 @@ pub async fn abort(args: AbortArgs) -> anyhow::Result<()> {
     if args.dry_run {
         return Ok(());
     }
-    api.patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     println!(
         "abort requested: Ratchet deletes the phase Jobs, clears the upgrade and re-syncs at the installed release."

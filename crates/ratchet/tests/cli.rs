@@ -252,3 +252,99 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+/// `plan` and `abort` for an Ironic, named `ironic/NAME`: its own phases read
+/// off its profile, the abort offered during the pinned roll.
+#[tokio::test]
+async fn plan_and_abort_an_ironic() -> Result<()> {
+    use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
+    let env = TestEnv::shared()?;
+    let client = env.client()?;
+    let (ns, operator) = common::scoped_operator(env, client.clone(), "ironic-cli").await?;
+    let name = ns.name().to_string();
+    let api: Api<Ironic> = Api::namespaced(client.clone(), &name);
+    let manifest = ratchet_api::ironic::example_manifest(
+        "bm",
+        "2026.1",
+        "registry.invalid/ironic",
+        "2026.1",
+        2,
+    );
+    api.create(&Default::default(), &serde_json::from_value(manifest)?)
+        .await?;
+    let phase_is = |phase: IronicUpgradePhase, installed: &'static str| {
+        move |i: &Ironic| {
+            i.status.as_ref().is_some_and(|s| {
+                s.upgrade_phase == phase
+                    && s.installed_release == installed
+                    && (phase != IronicUpgradePhase::None
+                        || s.conditions
+                            .iter()
+                            .any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+        }
+    };
+    until(
+        &api,
+        "bm",
+        Duration::from_secs(60),
+        "installed",
+        phase_is(IronicUpgradePhase::None, "2026.1"),
+    )
+    .await?;
+
+    let out = ratchet(env, &["plan", "ironic/bm", "--to", "2026.2", "-n", &name]);
+    let text = common::text(&out);
+    ensure!(out.status.success(), "{text}");
+    ensure!(
+        text.contains("PinnedRoll: restart onto 2026.2 pinned to 2026.1")
+            && text.contains("bm-conductor → bm-api")
+            && text.contains("kubectl patch ironic <name>")
+            && !text.contains("second roll"),
+        "{text}"
+    );
+    let out = ratchet(env, &["plan", "nova/bm", "--to", "2026.2", "-n", &name]);
+    ensure!(
+        !out.status.success() && common::text(&out).contains("unknown kind"),
+        "{}",
+        common::text(&out)
+    );
+
+    // Held in the pinned roll: the new API pods never get ready.
+    env.scenarios().add(
+        PodSelector::workload(&name, "bm-api").with_image_containing(":2026.2"),
+        Behaviour::hang(),
+    );
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } });
+    api.patch(
+        "bm",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    until(
+        &api,
+        "bm",
+        Duration::from_secs(60),
+        "PinnedRoll",
+        phase_is(IronicUpgradePhase::PinnedRoll, "2026.1"),
+    )
+    .await?;
+    let out = ratchet(env, &["abort", "ironic/bm", "-n", &name]);
+    ensure!(
+        out.status.success() && common::text(&out).contains(r#""tag":"2026.1""#),
+        "{}",
+        common::text(&out)
+    );
+    until(
+        &api,
+        "bm",
+        Duration::from_secs(60),
+        "aborted",
+        phase_is(IronicUpgradePhase::None, "2026.1"),
+    )
+    .await?;
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}

@@ -3,7 +3,6 @@
 //! → api).
 
 pub mod config;
-pub mod plan;
 pub mod profile;
 
 use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};

@@ -8,6 +8,7 @@ mod caches;
 pub mod ini;
 pub mod model;
 mod observe;
+pub mod plan;
 mod reconcile;
 pub mod render;
 mod stall;

@@ -53,6 +53,7 @@ pub fn profile() -> Profile {
                 failed_reason: "ExpandFailed",
                 step: Step::Job(job("db-expand", manage(&["db", "sync"]))),
                 abortable: true,
+                abort_caution: None,
             },
             Phase {
                 name: "Migrating",
@@ -64,6 +65,7 @@ pub fn profile() -> Profile {
                     ..job("db-migrate", upgrade_check_command())
                 }),
                 abortable: true,
+                abort_caution: None,
             },
             Phase {
                 name: "RollingUpdate",
@@ -72,6 +74,7 @@ pub fn profile() -> Profile {
                 failed_reason: "RollingUpdateFailed",
                 step: Step::Roll { pin: Pin::None },
                 abortable: true,
+                abort_caution: None,
             },
             Phase {
                 name: "Contracting",
@@ -85,6 +88,9 @@ pub fn profile() -> Profile {
                     manage(&["db", "online_data_migrations"]),
                 )),
                 abortable: true,
+                abort_caution: Some(
+                    "its online data migrations may already have rewritten rows for the target release",
+                ),
             },
         ],
         minimum_replicas: None,

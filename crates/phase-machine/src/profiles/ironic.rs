@@ -59,6 +59,7 @@ pub fn profile() -> Profile {
                 failed_reason: "DBUpgradeFailed",
                 step: Step::Job(schema_upgrade("db-upgrade")),
                 abortable: true,
+                abort_caution: None,
             },
             Phase {
                 name: "UpgradeCheck",
@@ -72,6 +73,7 @@ pub fn profile() -> Profile {
                     ..JobTemplate::default()
                 }),
                 abortable: true,
+                abort_caution: None,
             },
             Phase {
                 name: "PinnedRoll",
@@ -82,6 +84,7 @@ pub fn profile() -> Profile {
                     pin: Pin::Installed,
                 },
                 abortable: true,
+                abort_caution: None,
             },
             Phase {
                 name: "Unpinning",
@@ -90,6 +93,7 @@ pub fn profile() -> Profile {
                 failed_reason: "UnpinFailed",
                 step: Step::Roll { pin: Pin::None },
                 abortable: false,
+                abort_caution: None,
             },
             Phase {
                 name: "OnlineMigrations",
@@ -118,6 +122,7 @@ pub fn profile() -> Profile {
                     ..JobTemplate::default()
                 }),
                 abortable: false,
+                abort_caution: None,
             },
         ],
         // The seed's rolling upgrade needs two APIs and two conductors: one

@@ -1,0 +1,518 @@
+//! What an upgrade of a service resource would do, and the patch that aborts
+//! one: pure functions behind `ratchet plan` and `ratchet abort`, read off the
+//! service's profile, so every service on the machine gets them.
+
+use std::fmt::Write;
+
+use ratchet_phase_machine::{Pin, SpecView, Step};
+use ratchet_release::{ImageLayout, ImageRef, ImageRelease, Release, Step as ReleaseStep};
+use serde_json::{Value, json};
+
+use super::OpenStackService;
+
+/// Whether the step is allowed, and if not, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Refused(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The resource's kubectl name (`cinder`, `ironic`).
+    pub service: &'static str,
+    pub from: String,
+    pub to: String,
+    pub verdict: Verdict,
+    /// Human-readable steps in order.
+    pub steps: Vec<String>,
+    pub abort_window: String,
+    /// The patch that starts the upgrade (release and image together).
+    pub patch: Value,
+}
+
+/// `spec.image` as a merge patch setting the tag or the digest, shaped as the
+/// resource keeps it.
+fn image_patch(layout: ImageLayout, pin: (&str, Value)) -> Value {
+    let (field, value) = pin;
+    let mut fields = serde_json::Map::new();
+    fields.insert(field.to_owned(), value);
+    match layout {
+        ImageLayout::Flat => Value::Object(fields),
+        ImageLayout::Reference => json!({ "reference": fields }),
+    }
+}
+
+/// The patch that moves release and image to `target`: the tag stays a tag
+/// and the digest a digest (a merge patch merges into the image, so the field
+/// it does not use stays unset).
+fn start_patch(spec: &SpecView, target: &str) -> Value {
+    let image = match &spec.image_tag {
+        Some(_) => image_patch(spec.image_layout, ("tag", json!(target))),
+        None => image_patch(
+            spec.image_layout,
+            ("digest", json!("<digest of the target release's image>")),
+        ),
+    };
+    json!({ "spec": { "openStackRelease": target, "image": image } })
+}
+
+/// Plans `object` → `target` without changing anything.
+pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
+    let name = object.meta().name.clone().unwrap_or_default();
+    let status = object.status_view();
+    let spec = object.spec_view();
+    let profile = S::profile();
+    let from = status.installed_release.clone();
+    let patch = start_patch(&spec, target);
+    let refuse = |why: String| Plan {
+        service: S::SERVICE,
+        from: from.clone(),
+        to: target.to_string(),
+        verdict: Verdict::Refused(why),
+        steps: Vec::new(),
+        abort_window: String::new(),
+        patch: patch.clone(),
+    };
+    let target_release = match Release::parse(target) {
+        Ok(r) => r,
+        Err(e) => return refuse(e.to_string()),
+    };
+    if !status.phase.is_empty() {
+        return refuse(format!(
+            "an upgrade to {} is in progress ({}); let it finish or abort it first",
+            status.target_release, status.phase
+        ));
+    }
+    let installed = match Release::parse(&from) {
+        Ok(r) => r,
+        Err(_) => {
+            return refuse(format!(
+                "{name} has no installed release yet (a fresh install is still running)"
+            ));
+        }
+    };
+    match installed.step_to(target_release) {
+        ReleaseStep::Sequential => {}
+        ReleaseStep::Same => {
+            return refuse(format!(
+                "{target} is already installed (a new image of it is a patch bump, not an upgrade)"
+            ));
+        }
+        ReleaseStep::Downgrade => {
+            return refuse(format!(
+                "{target} is older than the installed {installed}: downgrades are not supported"
+            ));
+        }
+        ReleaseStep::SkipLevel => {
+            return refuse(format!(
+                "{installed} → {target} skips a release: upgrade to {} first",
+                installed.next().map(|r| r.to_string()).unwrap_or_default()
+            ));
+        }
+    }
+    let mut steps = Vec::new();
+    let current = ImageRef::new(
+        &spec.image_repository,
+        spec.image_tag.as_deref(),
+        spec.image_digest.as_deref(),
+    );
+    if let Ok(current) = current
+        && let ImageRelease::Unknown = current.release()
+    {
+        steps.push(format!(
+            "lockstep: the image ({current}) names no release, so Ratchet trusts it; make sure the new image is {target}'s"
+        ));
+    } else {
+        steps.push(format!(
+            "lockstep: set {}.tag to {target} (or a {target}-<patch> build) in the same patch",
+            spec.image_layout.pin_field()
+        ));
+    }
+    let workloads = object.model(&name).workload_ids();
+    let roll_order: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
+    for phase in &profile.phases {
+        match &phase.step {
+            Step::Job(job) => steps.push(format!(
+                "{}: Job {name}-{} runs `{}` on the {target} image",
+                phase.name,
+                job.suffix,
+                job.command.join(" ")
+            )),
+            Step::Roll { pin } => {
+                let pin = match pin {
+                    Pin::None => String::new(),
+                    Pin::Installed => format!(" pinned to {installed}"),
+                };
+                steps.push(format!(
+                    "{}: restart onto {target}{pin}, one workload at a time, each fully rolled out before the next: {}",
+                    phase.name,
+                    roll_order.join(" → ")
+                ));
+            }
+        }
+    }
+    steps.push(format!("promote: status.installedRelease becomes {target}"));
+    let second: Vec<&str> = workloads
+        .iter()
+        .filter(|w| w.carries_installed_release)
+        .map(|w| w.name.as_str())
+        .collect();
+    if !second.is_empty() {
+        steps.push(format!(
+            "second roll (releases the RPC pins): {}",
+            second.join(", ")
+        ));
+    }
+    Plan {
+        service: S::SERVICE,
+        from,
+        to: target.to_string(),
+        verdict: Verdict::Allowed,
+        steps,
+        abort_window: abort_window(&profile, installed),
+        patch,
+    }
+}
+
+/// When reverting aborts cleanly, with care, or not at all, from the profile.
+fn abort_window(profile: &ratchet_phase_machine::Profile, installed: Release) -> String {
+    let names = |filter: &dyn Fn(&ratchet_phase_machine::Phase) -> bool| {
+        profile
+            .phases
+            .iter()
+            .filter(|p| filter(p))
+            .map(|p| p.name)
+            .collect::<Vec<_>>()
+    };
+    let safe = names(&|p| p.abortable && p.abort_caution.is_none());
+    let careful = names(&|p| p.abortable && p.abort_caution.is_some());
+    let refused = names(&|p| !p.abortable);
+    let mut window = format!(
+        "abort safely (revert release and image to {installed}) during {}",
+        listing(&safe)
+    );
+    if !careful.is_empty() {
+        let _ = write!(
+            window,
+            "; during {} only after validating the database (`ratchet abort --force`)",
+            listing(&careful)
+        );
+    }
+    if !refused.is_empty() {
+        let _ = write!(
+            window,
+            "; during {} a revert is refused (past the point of no return)",
+            listing(&refused)
+        );
+    }
+    window.push_str("; after the upgrade completes a revert is a downgrade and is refused");
+    window
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listing(names: &[&str]) -> String {
+    match names {
+        [] => "no phase".to_string(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+pub fn render(plan: &Plan) -> String {
+    let mut out = format!("{} → {}: ", plan.from, plan.to);
+    match &plan.verdict {
+        Verdict::Refused(why) => {
+            let _ = writeln!(out, "REFUSED: {why}");
+            return out;
+        }
+        Verdict::Allowed => {
+            let _ = writeln!(out, "allowed (one release forward)");
+        }
+    }
+    for (i, step) in plan.steps.iter().enumerate() {
+        let _ = writeln!(out, "  {}. {step}", i + 1);
+    }
+    let _ = writeln!(out, "abort window: {}", plan.abort_window);
+    let _ = writeln!(
+        out,
+        "start it with: kubectl patch {} <name> --type=merge -p '{}'",
+        plan.service, plan.patch
+    );
+    out
+}
+
+/// Why no abort patch is offered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AbortRefusal {
+    #[error(
+        "no upgrade is in progress (status.upgradePhase is empty); a revert now would be a downgrade"
+    )]
+    NotUpgrading,
+    #[error("the upgrade is in {phase}: {caution}; validate the database, then use --force")]
+    NeedsCare {
+        phase: String,
+        caution: &'static str,
+    },
+    #[error(
+        "the upgrade is in {0}, past the point of no return: Ratchet refuses a revert now (AbortNotSafe); let it finish"
+    )]
+    PastPointOfNoReturn(String),
+}
+
+/// The patch that aborts the running upgrade: release and image back to the
+/// installed release in one patch. A digest-pinned image needs the installed
+/// release's digest (`installed_digest`); without it only the release is reverted
+/// and the workloads keep the target image until the digest is reverted too.
+pub fn abort_patch<S: OpenStackService>(
+    object: &S,
+    force: bool,
+    installed_digest: Option<&str>,
+) -> Result<(Value, Vec<String>), AbortRefusal> {
+    let status = object.status_view();
+    let profile = S::profile();
+    let Some((_, phase)) = profile.phase(&status.phase) else {
+        return Err(AbortRefusal::NotUpgrading);
+    };
+    if !phase.abortable {
+        return Err(AbortRefusal::PastPointOfNoReturn(status.phase));
+    }
+    if let (Some(caution), false) = (phase.abort_caution, force) {
+        return Err(AbortRefusal::NeedsCare {
+            phase: status.phase,
+            caution,
+        });
+    }
+    let installed = status.installed_release;
+    let spec = object.spec_view();
+    let mut notes = Vec::new();
+    let tag_names_release = spec
+        .image_tag
+        .as_deref()
+        .and_then(|t| ImageRef::new(&spec.image_repository, Some(t), None).ok())
+        .is_some_and(|i| matches!(i.release(), ImageRelease::Named(_)));
+    let patch = if tag_names_release {
+        let image = image_patch(spec.image_layout, ("tag", json!(installed)));
+        json!({ "spec": { "openStackRelease": installed, "image": image } })
+    } else if let Some(digest) = installed_digest {
+        // Whatever pinned the image before, the digest replaces it.
+        let mut image = image_patch(spec.image_layout, ("digest", json!(digest)));
+        let pin = match spec.image_layout {
+            ImageLayout::Flat => &mut image,
+            ImageLayout::Reference => &mut image["reference"],
+        };
+        pin["tag"] = Value::Null;
+        json!({ "spec": { "openStackRelease": installed, "image": image } })
+    } else {
+        notes.push(format!(
+            "the image ({}) carries no release: only the release is reverted; the workloads keep that image until you set the {installed} image",
+            spec.image_digest
+                .clone()
+                .or(spec.image_tag.clone())
+                .unwrap_or_default()
+        ));
+        json!({ "spec": { "openStackRelease": installed } })
+    };
+    Ok((patch, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
+    use ratchet_api::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
+
+    fn cinder(installed: &str, phase: CinderUpgradePhase, image: serde_json::Value) -> Cinder {
+        let mut c: Cinder = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+            "kind": "Cinder",
+            "metadata": { "name": "c", "namespace": "ns" },
+            "spec": {
+                "openStackRelease": installed,
+                "image": image,
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+                "volumeBackends": [{ "name": "lvm" }],
+            }
+        }))
+        .expect("cinder");
+        c.status = Some(CinderStatus {
+            installed_release: installed.into(),
+            upgrade_phase: phase,
+            target_release: if phase == CinderUpgradePhase::None {
+                String::new()
+            } else {
+                "2026.2".into()
+            },
+            ..Default::default()
+        });
+        c
+    }
+
+    fn tagged(release: &str) -> serde_json::Value {
+        serde_json::json!({ "repository": "cinder", "reference": { "tag": release } })
+    }
+
+    #[test]
+    fn plans_a_sequential_step_in_order() {
+        let p = plan(
+            &cinder("2026.1", CinderUpgradePhase::None, tagged("2026.1")),
+            "2026.2",
+        );
+        assert_eq!(p.verdict, Verdict::Allowed);
+        let text = render(&p);
+        let order = [
+            "Expanding",
+            "Migrating",
+            "RollingUpdate",
+            "Contracting",
+            "promote",
+            "second roll",
+        ];
+        let positions: Vec<usize> = order
+            .iter()
+            .map(|w| text.find(w).unwrap_or(usize::MAX))
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(
+            text.contains("c-scheduler → c-volume-lvm → c-backup → c"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "second roll (releases the RPC pins): c-scheduler, c-volume-lvm, c-backup\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(p.patch["spec"]["image"]["reference"]["tag"], "2026.2");
+    }
+
+    #[test]
+    fn refuses_skip_level_downgrade_same_and_busy() {
+        let base = cinder("2026.1", CinderUpgradePhase::None, tagged("2026.1"));
+        for (target, needle) in [
+            ("2027.1", "upgrade to 2026.2 first"),
+            ("2025.2", "downgrades"),
+            ("2026.1", "already installed"),
+            ("2025.9", "not a release"),
+        ] {
+            match plan(&base, target).verdict {
+                Verdict::Refused(why) => assert!(why.contains(needle), "{target}: {why}"),
+                Verdict::Allowed => panic!("{target} allowed"),
+            }
+        }
+        let busy = cinder("2026.1", CinderUpgradePhase::Migrating, tagged("2026.2"));
+        assert!(
+            matches!(plan(&busy, "2026.2").verdict, Verdict::Refused(w) if w.contains("in progress"))
+        );
+    }
+
+    #[test]
+    fn abort_patches_by_image_pin() {
+        let tagged_upgrade = cinder(
+            "2026.1",
+            CinderUpgradePhase::RollingUpdate,
+            tagged("2026.2-p1"),
+        );
+        let (patch, notes) = abort_patch(&tagged_upgrade, false, None).expect("abort");
+        assert_eq!(patch["spec"]["openStackRelease"], "2026.1");
+        assert_eq!(patch["spec"]["image"]["reference"]["tag"], "2026.1");
+        assert!(notes.is_empty());
+
+        let digest = serde_json::json!({ "repository": "cinder", "reference": { "digest": format!("sha256:{}", "a".repeat(64)) } });
+        let pinned = cinder("2026.1", CinderUpgradePhase::Expanding, digest);
+        let (patch, notes) = abort_patch(&pinned, false, None).expect("abort");
+        assert!(
+            patch["spec"].get("image").is_none(),
+            "a lone release revert"
+        );
+        assert!(notes[0].contains("keep that image"));
+        let old = format!("sha256:{}", "b".repeat(64));
+        let (patch, _) = abort_patch(&pinned, false, Some(&old)).expect("abort");
+        assert_eq!(patch["spec"]["image"]["reference"]["digest"], old.as_str());
+        assert!(patch["spec"]["image"]["reference"]["tag"].is_null());
+    }
+
+    #[test]
+    fn abort_refuses_when_idle_and_in_contracting_unless_forced() {
+        let idle = cinder("2026.1", CinderUpgradePhase::None, tagged("2026.1"));
+        assert_eq!(
+            abort_patch(&idle, true, None).err(),
+            Some(AbortRefusal::NotUpgrading)
+        );
+        let contracting = cinder("2026.1", CinderUpgradePhase::Contracting, tagged("2026.2"));
+        assert!(matches!(
+            abort_patch(&contracting, false, None),
+            Err(AbortRefusal::NeedsCare { .. })
+        ));
+        assert!(abort_patch(&contracting, true, None).is_ok());
+    }
+
+    fn ironic(installed: &str, phase: IronicUpgradePhase) -> Ironic {
+        let mut i: Ironic = serde_json::from_value(ratchet_api::ironic::example_manifest(
+            "i", installed, "ironic", installed, 2,
+        ))
+        .expect("ironic");
+        i.metadata.namespace = Some("ns".into());
+        i.status = Some(IronicStatus {
+            installed_release: installed.into(),
+            upgrade_phase: phase,
+            target_release: if phase == IronicUpgradePhase::None {
+                String::new()
+            } else {
+                "2026.2".into()
+            },
+            ..Default::default()
+        });
+        i
+    }
+
+    #[test]
+    fn an_ironic_plan_pins_conductors_then_the_api_unpins_and_migrates_without_a_second_roll() {
+        let p = plan(&ironic("2026.1", IronicUpgradePhase::None), "2026.2");
+        assert_eq!(p.verdict, Verdict::Allowed);
+        let text = render(&p);
+        assert!(
+            text.contains("PinnedRoll: restart onto 2026.2 pinned to 2026.1, one workload at a time, each fully rolled out before the next: i-conductor → i-api"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Unpinning: restart onto 2026.2, one workload at a time"),
+            "{text}"
+        );
+        assert!(
+            text.find("Unpinning") < text.find("OnlineMigrations: Job i-online-migrations"),
+            "{text}"
+        );
+        assert!(!text.contains("second roll"), "{text}");
+        assert!(
+            text.contains("during Unpinning and OnlineMigrations a revert is refused"),
+            "{text}"
+        );
+        assert!(text.contains("kubectl patch ironic <name>"), "{text}");
+        assert_eq!(
+            p.patch["spec"]["image"]["tag"], "2026.2",
+            "Ironic's image is flat"
+        );
+    }
+
+    #[test]
+    fn an_ironic_abort_is_offered_until_unpinning_starts() {
+        let pinned = ironic("2026.1", IronicUpgradePhase::PinnedRoll);
+        let (patch, notes) = abort_patch(&pinned, false, None).expect("abort");
+        assert_eq!(patch["spec"]["image"]["tag"], "2026.1");
+        assert!(notes.is_empty());
+        for phase in [
+            IronicUpgradePhase::Unpinning,
+            IronicUpgradePhase::OnlineMigrations,
+        ] {
+            let late = ironic("2026.1", phase);
+            let refused = abort_patch(&late, true, None).expect_err("refused even forced");
+            assert!(
+                matches!(&refused, AbortRefusal::PastPointOfNoReturn(p) if !p.is_empty()),
+                "{refused:?}"
+            );
+            assert!(refused.to_string().contains("point of no return"));
+        }
+    }
+}
