@@ -15,7 +15,7 @@ pub fn reconcile_rules() -> Value {
         { "apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] },
-        { "apiGroups": [""], "resources": ["pods"], "verbs": ["list"] },
+        { "apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"] },
         { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
     ])
 }

@@ -626,6 +626,61 @@ async fn fewer_than_two_replicas_is_a_warning_not_a_refusal() -> Result<()> {
     Ok(())
 }
 
+/// Reverting the template does not make a StatefulSet replace a pod that never
+/// got ready (Kubernetes' "forced rollback"): Ratchet replaces it, so an abort
+/// during a stuck conductor roll comes back without anyone deleting pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_during_a_stuck_conductor_roll_replaces_the_stuck_pod() -> Result<()> {
+    let h = Harness::start("ironic-stuck").await?;
+    create(&h, "2026.1", 2).await?;
+    wait_settled(&h, "2026.1").await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "i-conductor").with_image_containing(":2026.2"),
+        Behaviour::hang(),
+    );
+    set_release(&h, "2026.2").await?;
+    until(
+        &h.api::<Ironic>(),
+        "i",
+        TIMEOUT,
+        "the conductor roll under way",
+        |i: &Ironic| {
+            i.status.as_ref().is_some_and(|s| {
+                s.upgrade_phase == IronicUpgradePhase::PinnedRoll
+                    && s.rolling_workload == "i-conductor"
+            })
+        },
+    )
+    .await?;
+    // The new conductor pod exists and hangs.
+    until(
+        &h.api::<Pod>(),
+        "i-conductor-1",
+        TIMEOUT,
+        "a conductor pod on the target image",
+        |p: &Pod| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.containers.first())
+                .and_then(|c| c.image.as_deref())
+                .is_some_and(|i| i.ends_with(":2026.2"))
+        },
+    )
+    .await?;
+
+    set_release(&h, "2026.1").await?;
+    wait_settled(&h, "2026.1").await?;
+    h.wait_event("i", "StuckPodReplaced").await?;
+    let conductor: StatefulSet = h.api::<StatefulSet>().get("i-conductor").await?;
+    let status = conductor.status.context("conductor status")?;
+    ensure!(
+        status.ready_replicas == Some(2) && status.current_revision == status.update_revision,
+        "{status:?}"
+    );
+    h.finish().await;
+    Ok(())
+}
+
 /// A StatefulSet reports no stalls itself: the conductors' roll is judged from
 /// their pods against `rolloutDeadlineSeconds`, like the API's Deployment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

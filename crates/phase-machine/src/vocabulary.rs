@@ -50,4 +50,5 @@ pub mod event {
     pub const UPGRADE_CHECK_COMPLETED: &str = "UpgradeCheckCompleted";
     pub const UPGRADE_CHECK_WARNINGS: &str = "UpgradeCheckWarnings";
     pub const UPGRADE_CHECK_EVENT_EMISSION_DEFERRED: &str = "UpgradeCheckEventEmissionDeferred";
+    pub const STUCK_POD_REPLACED: &str = "StuckPodReplaced";
 }

@@ -53,6 +53,9 @@ pub struct Children {
     /// When an unfinished StatefulSet roll would pass its deadline: nothing
     /// else wakes the controller if it never moves.
     pub recheck_after: Option<Duration>,
+    /// StatefulSet pods that never got ready and are not of the revision their
+    /// set rolls to: the set will not replace them by itself.
+    pub stuck_pods: Vec<String>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -95,14 +98,14 @@ pub async fn observe<S: OpenStackService>(
     let deadline =
         Duration::from_secs(u64::try_from(model.rollout_deadline_seconds).unwrap_or(600));
     let mut stalls = BTreeMap::new();
+    let mut stuck_pods = Vec::new();
     for (name, live) in &workloads {
         if let LiveWorkload::StatefulSet(set) = live
             && !stateful_set_rollout(set).1.complete()
         {
-            stalls.insert(
-                name.clone(),
-                stall::check(ctx, namespace, set, deadline).await?,
-            );
+            let (stall, stuck) = stall::check(ctx, namespace, set, deadline).await?;
+            stalls.insert(name.clone(), stall);
+            stuck_pods.extend(stuck);
         }
     }
     let recheck_after = stalls
@@ -146,6 +149,7 @@ pub async fn observe<S: OpenStackService>(
             jobs,
             workloads,
             recheck_after,
+            stuck_pods,
         },
     ))
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Service};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -115,6 +115,7 @@ impl<S: OpenStackService> Pass<S> {
         }
         let reference = object.object_ref(&());
         ctx.events.publish(&reference, &decision.events);
+        replace_stuck_pods(&ctx, &owner, &reference, &children.stuck_pods).await?;
         if let Some(report) = &decision.check_report {
             let annotated = report_check::<S>(&ctx, &owner, &reference, report).await?;
             self.remember(annotated);
@@ -243,6 +244,32 @@ impl<S: OpenStackService> Pass<S> {
         }
         Ok(())
     }
+}
+
+/// Deletes StatefulSet pods their set will not replace by itself (see
+/// `stall::stuck_pods`); the set recreates them from its current template.
+async fn replace_stuck_pods(
+    ctx: &Context,
+    owner: &Owner,
+    reference: &ObjectReference,
+    pods: &[String],
+) -> Result<()> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    for pod in pods {
+        delete_background(&api, pod).await?;
+        tracing::info!(name = %owner.name, namespace = %owner.namespace, pod, "replaced a stuck StatefulSet pod");
+        ctx.events.publish(
+            reference,
+            &[Event {
+                kind: EventType::Normal,
+                reason: event::STUCK_POD_REPLACED.into(),
+                message: format!(
+                    "deleted pod {pod}: it never got ready and is not of the revision its StatefulSet now rolls to, which a StatefulSet does not replace by itself"
+                ),
+            }],
+        );
+    }
+    Ok(())
 }
 
 async fn execute_jobs(

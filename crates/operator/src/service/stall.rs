@@ -1,12 +1,16 @@
-//! When a StatefulSet's roll has made no progress for its deadline.
+//! What a StatefulSet roll lacks next to a Deployment's, made up from what the
+//! cluster shows.
 //!
-//! A Deployment reports this itself (`Progressing`: `ProgressDeadlineExceeded`);
-//! a StatefulSet has no progress deadline, so Ratchet keeps the same promise
-//! for Ironic's conductors from what the cluster shows: a roll moves when
-//! Ratchet applies a new template or one of the set's pods is created or
-//! changes readiness. Nothing moving for the deadline is a stall. Nothing
-//! wakes the controller when nothing moves, so an unfinished roll asks to be
-//! looked at again when its deadline would pass.
+//! - A progress deadline. A Deployment reports it (`Progressing`:
+//!   `ProgressDeadlineExceeded`); for Ironic's conductors Ratchet judges it: a
+//!   roll moves when Ratchet applies a new template or one of the set's pods is
+//!   created or changes readiness. Nothing moving for the deadline is a stall.
+//!   Nothing wakes the controller when nothing moves, so an unfinished roll
+//!   asks to be looked at again when its deadline would pass.
+//! - Rolling back. A pod of another revision that never got ready is never
+//!   replaced by the StatefulSet controller, even after the template is
+//!   reverted (Kubernetes' "forced rollback"): an abort during a stuck
+//!   conductor roll would wait for ever. Such pods are named for deletion.
 
 use std::time::Duration;
 
@@ -69,13 +73,49 @@ pub fn judge(last: Timestamp, now: Timestamp, deadline: Duration) -> Stall {
     }
 }
 
-/// Reads the set's pods and judges its unfinished roll.
+/// Pods the set will not replace by itself: not ready and not of the revision
+/// it rolls to (once its controller has seen the current template).
+pub fn stuck_pods(set: &StatefulSet, pods: &[Pod]) -> Vec<String> {
+    let status = set.status.as_ref();
+    let seen = status.and_then(|s| s.observed_generation) >= set.metadata.generation;
+    let Some(update_revision) = status.and_then(|s| s.update_revision.as_deref()) else {
+        return Vec::new();
+    };
+    if !seen {
+        return Vec::new();
+    }
+    pods.iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| {
+            pod.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(REVISION_LABEL))
+                .is_some_and(|revision| revision != update_revision)
+        })
+        .filter(|pod| !is_ready(pod))
+        .filter_map(|pod| pod.metadata.name.clone())
+        .collect()
+}
+
+/// The label the StatefulSet controller puts on each pod: its revision.
+const REVISION_LABEL: &str = "controller-revision-hash";
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Reads the set's pods: how its unfinished roll stands, and the pods that
+/// stand in its way.
 pub async fn check(
     ctx: &Context,
     namespace: &str,
     set: &StatefulSet,
     deadline: Duration,
-) -> Result<Stall> {
+) -> Result<(Stall, Vec<String>)> {
     let selector = set
         .spec
         .as_ref()
@@ -95,10 +135,11 @@ pub async fn check(
         .await?
         .items;
     let now = Timestamp::now();
-    Ok(match last_progress(set, &pods) {
+    let stall = match last_progress(set, &pods) {
         Some(last) => judge(last, now, deadline),
         None => Stall::CheckIn(deadline),
-    })
+    };
+    Ok((stall, stuck_pods(set, &pods)))
 }
 
 #[cfg(test)]
@@ -157,6 +198,40 @@ mod tests {
             Some(parse(at(100))),
             "old pods do not count; other managers' writes (status) do not either"
         );
+    }
+
+    fn revision_pod(name: &str, revision: &str, ready: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": { "name": name, "labels": { "controller-revision-hash": revision } },
+            "status": { "conditions": [{ "type": "Ready", "status": if ready { "True" } else { "False" } }] },
+        }))
+        .expect("a Pod")
+    }
+
+    fn rolling_to(revision: &str, generation: i64, observed: i64) -> StatefulSet {
+        serde_json::from_value(json!({
+            "metadata": { "name": "i-conductor", "generation": generation },
+            "status": { "replicas": 2, "observedGeneration": observed, "updateRevision": revision },
+        }))
+        .expect("a StatefulSet")
+    }
+
+    #[test]
+    fn only_unready_pods_of_another_revision_are_stuck() {
+        let pods = [
+            revision_pod("i-conductor-0", "old", true),
+            revision_pod("i-conductor-1", "bad", false),
+        ];
+        // Reverted to "old": the unready pod of "bad" is never replaced by itself.
+        assert_eq!(
+            stuck_pods(&rolling_to("old", 3, 3), &pods),
+            ["i-conductor-1"]
+        );
+        // Rolling forward to "bad": a pod already at it is left to get ready;
+        // the ready old one is the controller's to replace.
+        assert!(stuck_pods(&rolling_to("bad", 2, 2), &pods).is_empty());
+        // The controller has not seen the latest template yet: wait for it.
+        assert!(stuck_pods(&rolling_to("old", 3, 2), &pods).is_empty());
     }
 
     #[test]

@@ -40,7 +40,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["get"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "delete"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
