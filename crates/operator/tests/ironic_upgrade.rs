@@ -95,6 +95,32 @@ async fn wait_phase(h: &Harness, phase: IronicUpgradePhase) -> Result<Ironic> {
     .await?)
 }
 
+/// Installed at 2026.1 with two of each, then upgrading to 2026.2 with the new
+/// pods of `workload` never getting ready: the pinned roll waits on it.
+async fn held_in_the_pinned_roll(h: &Harness, workload: &str) -> Result<Ironic> {
+    create(h, "2026.1", 2).await?;
+    wait_settled(h, "2026.1").await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), workload).with_image_containing(":2026.2"),
+        Behaviour::hang(),
+    );
+    set_release(h, "2026.2").await?;
+    Ok(until(
+        &h.api::<Ironic>(),
+        "i",
+        TIMEOUT,
+        &format!("the pinned roll waiting on {workload}"),
+        |i: &Ironic| {
+            i.status.as_ref().is_some_and(|s| {
+                s.upgrade_phase == IronicUpgradePhase::PinnedRoll
+                    && s.rolling_workload == workload
+                    && s.pinned_release == "2026.1"
+            })
+        },
+    )
+    .await?)
+}
+
 fn env_of(template: Option<&PodTemplateSpec>, name: &str) -> Option<String> {
     template?
         .spec
@@ -500,28 +526,8 @@ async fn schema_upgrade_exit_2_names_the_incomplete_online_migrations() -> Resul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_during_the_pinned_roll_restores_the_installed_release_unpinned() -> Result<()> {
     let h = Harness::start("ironic-abort").await?;
-    create(&h, "2026.1", 2).await?;
-    wait_settled(&h, "2026.1").await?;
     // New API pods never become ready: the pinned roll stops at the API.
-    h.env.scenarios().add(
-        PodSelector::workload(h.name(), "i-api").with_image_containing(":2026.2"),
-        Behaviour::hang(),
-    );
-    set_release(&h, "2026.2").await?;
-    until(
-        &h.api::<Ironic>(),
-        "i",
-        TIMEOUT,
-        "pinned roll on the API",
-        |i: &Ironic| {
-            i.status.as_ref().is_some_and(|s| {
-                s.upgrade_phase == IronicUpgradePhase::PinnedRoll
-                    && s.rolling_workload == "i-api"
-                    && s.pinned_release == "2026.1"
-            })
-        },
-    )
-    .await?;
+    held_in_the_pinned_roll(&h, "i-api").await?;
     set_release(&h, "2026.1").await?;
     let aborted = wait_settled(&h, "2026.1").await?;
     ensure!(
@@ -632,26 +638,7 @@ async fn fewer_than_two_replicas_is_a_warning_not_a_refusal() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abort_during_a_stuck_conductor_roll_replaces_the_stuck_pod() -> Result<()> {
     let h = Harness::start("ironic-stuck").await?;
-    create(&h, "2026.1", 2).await?;
-    wait_settled(&h, "2026.1").await?;
-    h.env.scenarios().add(
-        PodSelector::workload(h.name(), "i-conductor").with_image_containing(":2026.2"),
-        Behaviour::hang(),
-    );
-    set_release(&h, "2026.2").await?;
-    until(
-        &h.api::<Ironic>(),
-        "i",
-        TIMEOUT,
-        "the conductor roll under way",
-        |i: &Ironic| {
-            i.status.as_ref().is_some_and(|s| {
-                s.upgrade_phase == IronicUpgradePhase::PinnedRoll
-                    && s.rolling_workload == "i-conductor"
-            })
-        },
-    )
-    .await?;
+    held_in_the_pinned_roll(&h, "i-conductor").await?;
     // The new conductor pod exists and hangs.
     until(
         &h.api::<Pod>(),
