@@ -31,12 +31,13 @@ pub struct Plan {
     pub patch: Value,
 }
 
-/// `spec.image` as a merge patch setting the tag or the digest, shaped as the
-/// resource keeps it.
-fn image_patch(layout: ImageLayout, pin: (&str, Value)) -> Value {
-    let (field, value) = pin;
-    let mut fields = serde_json::Map::new();
-    fields.insert(field.to_owned(), value);
+/// `spec.image` as a merge patch setting the tag and/or digest fields, shaped
+/// as the resource keeps them.
+fn image_patch(layout: ImageLayout, pins: &[(&str, Value)]) -> Value {
+    let fields: serde_json::Map<String, Value> = pins
+        .iter()
+        .map(|(field, value)| ((*field).to_owned(), value.clone()))
+        .collect();
     match layout {
         ImageLayout::Flat => Value::Object(fields),
         ImageLayout::Reference => json!({ "reference": fields }),
@@ -48,10 +49,10 @@ fn image_patch(layout: ImageLayout, pin: (&str, Value)) -> Value {
 /// it does not use stays unset).
 fn start_patch(spec: &SpecView, target: &str) -> Value {
     let image = match &spec.image_tag {
-        Some(_) => image_patch(spec.image_layout, ("tag", json!(target))),
+        Some(_) => image_patch(spec.image_layout, &[("tag", json!(target))]),
         None => image_patch(
             spec.image_layout,
-            ("digest", json!("<digest of the target release's image>")),
+            &[("digest", json!("<digest of the target release's image>"))],
         ),
     };
     json!({ "spec": { "openStackRelease": target, "image": image } })
@@ -292,16 +293,14 @@ pub fn abort_patch<S: OpenStackService>(
         .and_then(|t| ImageRef::new(&spec.image_repository, Some(t), None).ok())
         .is_some_and(|i| matches!(i.release(), ImageRelease::Named(_)));
     let patch = if tag_names_release {
-        let image = image_patch(spec.image_layout, ("tag", json!(installed)));
+        let image = image_patch(spec.image_layout, &[("tag", json!(installed))]);
         json!({ "spec": { "openStackRelease": installed, "image": image } })
     } else if let Some(digest) = installed_digest {
         // Whatever pinned the image before, the digest replaces it.
-        let mut image = image_patch(spec.image_layout, ("digest", json!(digest)));
-        let pin = match spec.image_layout {
-            ImageLayout::Flat => &mut image,
-            ImageLayout::Reference => &mut image["reference"],
-        };
-        pin["tag"] = Value::Null;
+        let image = image_patch(
+            spec.image_layout,
+            &[("digest", json!(digest)), ("tag", Value::Null)],
+        );
         json!({ "spec": { "openStackRelease": installed, "image": image } })
     } else {
         notes.push(format!(

@@ -78,12 +78,10 @@ pub fn judge(last: Timestamp, now: Timestamp, deadline: Duration) -> Stall {
 pub fn stuck_pods(set: &StatefulSet, pods: &[Pod]) -> Vec<String> {
     let status = set.status.as_ref();
     let seen = status.and_then(|s| s.observed_generation) >= set.metadata.generation;
-    let Some(update_revision) = status.and_then(|s| s.update_revision.as_deref()) else {
+    let update_revision = status.and_then(|s| s.update_revision.as_deref());
+    let Some(update_revision) = update_revision.filter(|_| seen) else {
         return Vec::new();
     };
-    if !seen {
-        return Vec::new();
-    }
     pods.iter()
         .filter(|pod| pod.metadata.deletion_timestamp.is_none())
         .filter(|pod| {
