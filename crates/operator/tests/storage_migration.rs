@@ -3,7 +3,8 @@
 //! v1beta1 with the operator's conversion webhook, the stored-version migration
 //! (refused once by a validating webhook, then paging through an expired
 //! continue token), every object read back from etcd as v1beta1, storedVersions
-//! pruned, and a CRD without v1alpha1 applied and used.
+//! pruned, and a CRD without v1alpha1 applied and used. Two thousand objects,
+//! migrated in pages of a hundred.
 //!
 //! One test on its own control plane: the stages share the cluster-wide Cinder
 //! CRD and must not overlap.
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
+use futures::{StreamExt as _, TryStreamExt as _, stream};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -24,12 +26,14 @@ use ratchet_operator::storage::{self, MigrationError, MigrationOptions};
 use ratchet_operator::webhooks::registration::{self, Endpoint, Registration};
 use ratchet_operator::webhooks::{TlsSource, WebhookConfig, conversion};
 use ratchet_testenv::etcd::EtcdClient;
-use ratchet_testenv::wait::until;
+use ratchet_testenv::wait::{until, until_every};
 use ratchet_testenv::{ClusterOptions, LocalCluster};
 use serde_json::json;
 
 const CRD: &str = "cinders.cinder.openstack.c5c3.io";
-const OBJECTS: usize = 60;
+const OBJECTS: usize = 2000;
+/// Requests in flight while the test itself creates or applies every object.
+const IN_FLIGHT: usize = 16;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn resource(version: &str) -> ApiResource {
@@ -118,20 +122,27 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
 
     // 1. v1alpha1 is the storage version: create objects through it.
     let alpha: Api<v1alpha1::Cinder> = Api::namespaced(client.clone(), &ns_name);
-    for i in 0..OBJECTS {
-        let manifest = cinder::example_manifest(
-            &format!("c{i:03}"),
-            "2026.1",
-            "registry.invalid/cinder",
-            "2026.1",
-            &["ceph", "lvm"],
-        );
-        let object: v1alpha1::Cinder = serde_json::from_value(cinder::conversion::convert(
-            manifest,
-            cinder::conversion::V1ALPHA1,
-        )?)?;
-        alpha.create(&PostParams::default(), &object).await?;
-    }
+    stream::iter(0..OBJECTS)
+        .map(|i| {
+            let alpha = alpha.clone();
+            async move {
+                let manifest = cinder::example_manifest(
+                    &format!("c{i:04}"),
+                    "2026.1",
+                    "registry.invalid/cinder",
+                    "2026.1",
+                    &["ceph", "lvm"],
+                );
+                let object: v1alpha1::Cinder = serde_json::from_value(
+                    cinder::conversion::convert(manifest, cinder::conversion::V1ALPHA1)?,
+                )?;
+                alpha.create(&PostParams::default(), &object).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<()>()
+        .await?;
     let before = stored_as(&etcd, &ns_name).await?;
     ensure!(before.len() == OBJECTS);
     ensure!(
@@ -194,8 +205,8 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         back.spec == created_beta.spec,
         "v1beta1 → v1alpha1 → v1beta1 kept the order"
     );
-    let alpha_object = alpha.get("c000").await?;
-    let beta_view = beta.get("c000").await?;
+    let alpha_object = alpha.get("c0000").await?;
+    let beta_view = beta.get("c0000").await?;
     ensure!(
         cinder::conversion::to_v1alpha1(&beta_view)?.spec == alpha_object.spec,
         "the server's conversion is the pure one"
@@ -221,14 +232,14 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     // Installed 2026.2 with the spec at 2026.1: any update is a refused downgrade.
     alpha
         .patch_status(
-            "c007",
+            "c0007",
             &PatchParams::default(),
             &Patch::Merge(json!({ "status": { "installedRelease": "2026.2" } })),
         )
         .await?;
     let refused = storage::migrate_recorded(&client, CRD, MigrationOptions::default()).await;
     match &refused {
-        Err(MigrationError::Rewrite { name, .. }) => ensure!(name == "c007", "{refused:?}"),
+        Err(MigrationError::Rewrite { name, .. }) => ensure!(name == "c0007", "{refused:?}"),
         other => anyhow::bail!("expected a refused rewrite, got {other:?}"),
     }
     let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
@@ -242,7 +253,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     );
     let (status, reason, message) = migration_condition(&client).await?;
     ensure!(
-        status == "False" && reason == "MigrationFailed" && message.contains("c007"),
+        status == "False" && reason == "MigrationFailed" && message.contains("c0007"),
         "the CRD says why: {status} {reason} {message}"
     );
 
@@ -255,7 +266,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     // listing (the continue token expires; the migration lists again).
     alpha
         .patch_status(
-            "c007",
+            "c0007",
             &PatchParams::default(),
             &Patch::Merge(json!({ "status": { "installedRelease": "2026.1" } })),
         )
@@ -265,12 +276,12 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     let counter = compactions.clone();
     let handle = tokio::runtime::Handle::current();
     let options = MigrationOptions {
-        page_size: 10,
+        page_size: 100,
         concurrency: 4,
         max_restarts: 5,
         on_page: Some(Box::new(move |rewritten| {
             let mut done = counter.lock().unwrap_or_else(|p| p.into_inner());
-            if rewritten >= 20 && *done == 0 {
+            if rewritten >= 200 && *done == 0 {
                 *done += 1;
                 let etcd = compacting.clone();
                 // The callback is synchronous; compaction must finish before
@@ -294,7 +305,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         "{status} {reason} {message}"
     );
     ensure!(
-        migration.pages >= (OBJECTS as u64 + 1) / 10,
+        migration.pages >= (OBJECTS as u64 + 1) / 100,
         "paged: {migration:?}"
     );
     ensure!(
@@ -383,30 +394,20 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     apply_crd(&client, &v1beta1_only).await?;
     let dynamic: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &ns_name, &resource("v1beta1"));
-    let names: Vec<String> = dynamic
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|o| o.metadata.name)
-        .collect();
-    ensure!(names.len() == OBJECTS + 1);
-    for name in &names {
-        until(
-            &dynamic,
-            name,
-            TIMEOUT,
-            "managed fields of v1alpha1 cleaned",
-            |o: &DynamicObject| {
-                o.metadata
-                    .managed_fields
-                    .iter()
-                    .flatten()
-                    .all(|f| f.api_version.as_deref() != Some("cinder.openstack.c5c3.io/v1alpha1"))
-            },
-        )
-        .await?;
-    }
+    until_every(
+        &dynamic,
+        OBJECTS + 1,
+        TIMEOUT,
+        "managed fields of v1alpha1 cleaned",
+        |o: &DynamicObject| {
+            o.metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .all(|f| f.api_version.as_deref() != Some("cinder.openstack.c5c3.io/v1alpha1"))
+        },
+    )
+    .await?;
     until(
         &crds,
         CRD,
@@ -433,22 +434,31 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     );
     operator.stop().await;
     let listed = dynamic.list(&ListParams::default()).await?;
-    for object in listed.items {
-        let name = object.metadata.name.clone().context("name")?;
-        let patch = json!({
-            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
-            "kind": "Cinder",
-            "metadata": { "name": name, "labels": { "migrated": "yes" } },
-        });
-        dynamic
-            .patch(
-                &name,
-                &PatchParams::apply("storage-test"),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .with_context(|| format!("server-side apply of {name}"))?;
-    }
+    ensure!(listed.items.len() == OBJECTS + 1);
+    stream::iter(listed.items)
+        .map(|object| {
+            let dynamic = dynamic.clone();
+            async move {
+                let name = object.metadata.name.context("name")?;
+                let patch = json!({
+                    "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+                    "kind": "Cinder",
+                    "metadata": { "name": name, "labels": { "migrated": "yes" } },
+                });
+                dynamic
+                    .patch(
+                        &name,
+                        &PatchParams::apply("storage-test"),
+                        &Patch::Apply(&patch),
+                    )
+                    .await
+                    .with_context(|| format!("server-side apply of {name}"))?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<()>()
+        .await?;
 
     drop(webhook);
     Ok(())

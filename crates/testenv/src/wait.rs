@@ -117,3 +117,64 @@ where
     .await
     .map(|_| ())
 }
+
+/// Waits until `count` objects exist in the Api's scope and every one of them
+/// satisfies `check`: one watch for the whole collection, however large.
+pub async fn until_every<K, F>(
+    api: &Api<K>,
+    count: usize,
+    timeout: Duration,
+    what: &str,
+    mut check: F,
+) -> Result<(), WaitTimeout>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    F: FnMut(&K) -> bool,
+{
+    let mut stream = watcher::watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    // Name → whether that object satisfied `check` in its latest version.
+    let mut satisfied: std::collections::BTreeMap<String, bool> = Default::default();
+    let mut listing = Default::default();
+    let done = |seen: &std::collections::BTreeMap<String, bool>| {
+        seen.len() == count && seen.values().all(|ok| *ok)
+    };
+    let outcome = tokio::time::timeout(timeout, async {
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(Event::Init) => listing = std::collections::BTreeMap::new(),
+                Ok(Event::InitApply(obj)) => {
+                    let ok = check(&obj);
+                    listing.insert(obj.meta().name.clone().unwrap_or_default(), ok);
+                }
+                Ok(Event::InitDone) => satisfied = std::mem::take(&mut listing),
+                Ok(Event::Apply(obj)) => {
+                    let ok = check(&obj);
+                    satisfied.insert(obj.meta().name.clone().unwrap_or_default(), ok);
+                }
+                Ok(Event::Delete(obj)) => {
+                    satisfied.remove(obj.meta().name.as_deref().unwrap_or_default());
+                }
+                Err(e) => tracing::debug!(error = %e, "watch error while waiting"),
+            }
+            if done(&satisfied) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    match outcome {
+        Ok(true) => Ok(()),
+        _ => Err(WaitTimeout {
+            what: what.to_string(),
+            timeout,
+            last: format!(
+                "{} objects, {} not yet satisfying",
+                satisfied.len(),
+                satisfied.values().filter(|ok| !**ok).count()
+            ),
+        }),
+    }
+}
