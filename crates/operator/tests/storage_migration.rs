@@ -237,7 +237,9 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
             &Patch::Merge(json!({ "status": { "installedRelease": "2026.2" } })),
         )
         .await?;
-    let refused = storage::migrate_recorded(&client, CRD, MigrationOptions::default()).await;
+    let refused =
+        storage::migrate_recorded(&client, &crds.get(CRD).await?, MigrationOptions::default())
+            .await;
     match &refused {
         Err(MigrationError::Rewrite { name, .. }) => ensure!(name == "c0007", "{refused:?}"),
         other => anyhow::bail!("expected a refused rewrite, got {other:?}"),
@@ -295,7 +297,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
             }
         })),
     };
-    let migration = storage::migrate_recorded(&client, CRD, options).await?;
+    let migration = storage::migrate_recorded(&client, &crds.get(CRD).await?, options).await?;
     ensure!(migration.pruned, "{migration:?}");
     let (status, reason, message) = migration_condition(&client).await?;
     ensure!(

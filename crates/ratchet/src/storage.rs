@@ -191,10 +191,12 @@ async fn migrate(client: &Client, args: MigrateArgs) -> anyhow::Result<()> {
     } else {
         args.crd
     };
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for name in names {
+        let crd = storage::get_crd(&crds, &name).await?;
         let migration = storage::migrate_recorded(
             client,
-            &name,
+            &crd,
             MigrationOptions {
                 page_size: args.page_size,
                 concurrency: args.concurrency,

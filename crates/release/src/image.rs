@@ -8,23 +8,11 @@ use crate::release::{PatchedRelease, Release};
 /// Why an image reference is refused. Messages name the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ImageError {
-    #[error("spec.image.repository must not be empty")]
     EmptyRepository,
-    #[error(
-        "spec.image.repository {0:?} is not a valid repository (lowercase path components of letters, digits and . _ -, separated by /, optionally after a registry host[:port])"
-    )]
     Repository(String),
-    #[error("spec.image: set exactly one of tag and digest, not both")]
     TagAndDigest,
-    #[error("spec.image: set one of tag or digest")]
     NeitherTagNorDigest,
-    #[error(
-        "spec.image.tag {0:?} is not a valid tag (1–128 of letters, digits, . _ -, not starting with . or -)"
-    )]
     Tag(String),
-    #[error(
-        "spec.image.digest {0:?} is not a valid digest (sha256: followed by 64 lowercase hex digits)"
-    )]
     Digest(String),
 }
 
@@ -53,12 +41,29 @@ impl ImageError {
     /// The message, naming the fields as `layout` places them. `Display` names
     /// them as [`ImageLayout::Flat`] does.
     pub fn message(&self, layout: ImageLayout) -> String {
-        let text = self.to_string();
-        match (layout, self) {
-            (ImageLayout::Flat, _)
-            | (_, ImageError::EmptyRepository | ImageError::Repository(_)) => text,
-            (layout, _) => text.replacen("spec.image", layout.pin_field(), 1),
+        let pin = layout.pin_field();
+        match self {
+            ImageError::EmptyRepository => "spec.image.repository must not be empty".into(),
+            ImageError::Repository(repository) => format!(
+                "spec.image.repository {repository:?} is not a valid repository (lowercase path components of letters, digits and . _ -, separated by /, optionally after a registry host[:port])"
+            ),
+            ImageError::TagAndDigest => {
+                format!("{pin}: set exactly one of tag and digest, not both")
+            }
+            ImageError::NeitherTagNorDigest => format!("{pin}: set one of tag or digest"),
+            ImageError::Tag(tag) => format!(
+                "{pin}.tag {tag:?} is not a valid tag (1–128 of letters, digits, . _ -, not starting with . or -)"
+            ),
+            ImageError::Digest(digest) => format!(
+                "{pin}.digest {digest:?} is not a valid digest (sha256: followed by 64 lowercase hex digits)"
+            ),
         }
+    }
+}
+
+impl fmt::Display for ImageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message(ImageLayout::Flat))
     }
 }
 

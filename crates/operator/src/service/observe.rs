@@ -97,24 +97,32 @@ pub async fn observe<S: OpenStackService>(
         .and_then(|a| a.get(S::CHECK_REPORTED_ANNOTATION).cloned());
     let deadline =
         Duration::from_secs(u64::try_from(model.rollout_deadline_seconds).unwrap_or(600));
-    let mut stalls = BTreeMap::new();
+    let mut observed_workloads: BTreeMap<String, ObservedWorkload> = workloads
+        .iter()
+        .map(|(name, w)| (name.clone(), observed_workload::<S>(name, w)))
+        .collect();
+    let mut recheck_after: Option<Duration> = None;
     let mut stuck_pods = Vec::new();
     for (name, live) in &workloads {
-        if let LiveWorkload::StatefulSet(set) = live
-            && !stateful_set_rollout(set).1.complete()
-        {
-            let (stall, stuck) = stall::check(ctx, namespace, set, deadline).await?;
-            stalls.insert(name.clone(), stall);
-            stuck_pods.extend(stuck);
+        let LiveWorkload::StatefulSet(set) = live else {
+            continue;
+        };
+        let Some(observed) = observed_workloads.get_mut(name) else {
+            continue;
+        };
+        if observed.rollout.complete() {
+            continue;
         }
+        let (stall, stuck) = stall::check(ctx, namespace, set, deadline).await?;
+        match stall {
+            Stall::Stalled => observed.stalled = true,
+            Stall::CheckIn(left) => {
+                let at = left + Duration::from_secs(1);
+                recheck_after = Some(recheck_after.map_or(at, |r| r.min(at)));
+            }
+        }
+        stuck_pods.extend(stuck);
     }
-    let recheck_after = stalls
-        .values()
-        .filter_map(|s| match s {
-            Stall::CheckIn(left) => Some(*left + Duration::from_secs(1)),
-            Stall::Stalled => None,
-        })
-        .min();
     let mut observed_jobs = BTreeMap::new();
     for (suffix, job) in &jobs {
         let mut observed = observed_job(job);
@@ -132,13 +140,7 @@ pub async fn observe<S: OpenStackService>(
         config_hash,
         missing_secrets,
         jobs: observed_jobs,
-        workloads: workloads
-            .iter()
-            .map(|(name, w)| {
-                let stalled = stalls.get(name) == Some(&Stall::Stalled);
-                (name.clone(), observed_workload::<S>(name, w, stalled))
-            })
-            .collect(),
+        workloads: observed_workloads,
         desired_workloads: model.workload_ids(),
         reported_check_job,
         now: k8s_openapi::jiff::Timestamp::now().to_string(),
@@ -253,13 +255,9 @@ async fn last_pod_termination(
     })
 }
 
-/// `stateful_set_stalled`: the verdict of [`stall::check`] (a StatefulSet
-/// does not report stalls itself).
-fn observed_workload<S: OpenStackService>(
-    name: &str,
-    live: &LiveWorkload,
-    stateful_set_stalled: bool,
-) -> ObservedWorkload {
+/// A StatefulSet does not report stalls itself: [`stall::check`] decides that
+/// for it afterwards.
+fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> ObservedWorkload {
     let (template, rollout, stalled) = match live {
         LiveWorkload::Deployment(d) => deployment_rollout(d),
         LiveWorkload::StatefulSet(s) => stateful_set_rollout(s),
@@ -280,7 +278,7 @@ fn observed_workload<S: OpenStackService>(
         image,
         installed_release: annotation(S::INSTALLED_RELEASE_ANNOTATION),
         pin: annotation(PIN_ANNOTATION),
-        stalled: stalled || stateful_set_stalled,
+        stalled,
         rollout,
     }
 }

@@ -113,17 +113,15 @@ impl Outcome {
 /// written is logged; the migration's own result is what counts.
 pub async fn migrate_recorded(
     client: &Client,
-    crd: &str,
+    live: &CustomResourceDefinition,
     options: MigrationOptions,
 ) -> Result<Migration, MigrationError> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    if let Ok(live) = api.get(crd).await {
-        let versions = CrdVersions::of(&live);
-        if let (true, Some(storage)) = (versions.needs_migration(), versions.storage.as_deref()) {
-            log_failure(crd, record(client, crd, &Outcome::running(storage)).await);
-        }
+    let versions = CrdVersions::of(live);
+    let crd = versions.name.as_str();
+    if let (true, Some(storage)) = (versions.needs_migration(), versions.storage.as_deref()) {
+        log_failure(crd, record(client, crd, &Outcome::running(storage)).await);
     }
-    let result = migrate(client, crd, options).await;
+    let result = migrate(client, live, options).await;
     log_failure(crd, record(client, crd, &Outcome::of(&result)).await);
     result
 }

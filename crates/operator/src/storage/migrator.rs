@@ -109,16 +109,16 @@ fn status_code(error: &kube::Error) -> Option<u16> {
     }
 }
 
-/// Migrates every object of CRD `crd_name` to its storage version and prunes
-/// `status.storedVersions`.
+/// Migrates every object of `crd` (as the caller just read it) to its storage
+/// version and prunes `status.storedVersions`.
 pub async fn migrate(
     client: &Client,
-    crd_name: &str,
+    crd: &CustomResourceDefinition,
     mut options: MigrationOptions,
 ) -> Result<Migration, MigrationError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = get_crd(&crds, crd_name).await?;
-    let versions = CrdVersions::of(&crd);
+    let versions = CrdVersions::of(crd);
+    let crd_name = versions.name.as_str();
     let storage = versions
         .storage
         .clone()
@@ -307,7 +307,8 @@ async fn prune(
     Ok(())
 }
 
-async fn get_crd(
+/// Reads CRD `name`, the start of every migration.
+pub async fn get_crd(
     crds: &Api<CustomResourceDefinition>,
     name: &str,
 ) -> Result<CustomResourceDefinition, MigrationError> {

@@ -9,5 +9,5 @@ pub mod runner;
 pub mod versions;
 
 pub use condition::migrate_recorded;
-pub use migrator::{Migration, MigrationError, MigrationOptions, migrate};
+pub use migrator::{Migration, MigrationError, MigrationOptions, get_crd, migrate};
 pub use versions::{CrdVersions, preflight};

@@ -20,7 +20,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use ratchet_phase_machine::{Event, EventType};
 
 use super::condition::{Outcome, migrate_recorded};
-use super::migrator::MigrationOptions;
+use super::migrator::{MigrationOptions, get_crd};
 use crate::context::Context;
 use crate::error::backoff;
 use crate::webhooks::registration::ensure_conversion;
@@ -100,15 +100,16 @@ async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
         return Ok(());
     }
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
-    let reference = match crds.get(name).await {
-        Ok(crd) => crd.object_ref(&()),
+    let crd = match get_crd(&crds, name).await {
+        Ok(crd) => crd,
         Err(e) => {
-            tracing::warn!(crd = name, error = %e, "stored-version migration: reading the CRD failed");
+            tracing::warn!(crd = name, error = %e, "stored-version migration failed");
             return Err(());
         }
     };
+    let reference = crd.object_ref(&());
     let started = std::time::Instant::now();
-    match migrate_recorded(&ctx.client, name, MigrationOptions::default()).await {
+    match migrate_recorded(&ctx.client, &crd, MigrationOptions::default()).await {
         Ok(migration) => {
             let outcome = if migration.pruned {
                 "pruned"
