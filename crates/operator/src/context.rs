@@ -30,6 +30,9 @@ pub struct OperatorConfig {
     /// `status.storedVersions` (needs cluster-wide rights on the resources; off
     /// by default in single-namespace mode).
     pub storage_migration: bool,
+    /// How long a pass waits for the watch caches' first lists before it fails
+    /// with `CacheNotReady` (a Warning event on the resource naming the kind).
+    pub cache_sync_timeout: std::time::Duration,
 }
 
 impl Default for OperatorConfig {
@@ -42,6 +45,7 @@ impl Default for OperatorConfig {
             metrics_bind: None,
             leader_election: None,
             storage_migration: false,
+            cache_sync_timeout: std::time::Duration::from_secs(30),
         }
     }
 }

@@ -6,8 +6,8 @@ pub enum Error {
     #[error("Kubernetes API error: {0}")]
     Kube(#[from] kube::Error),
 
-    /// The machine decided a failure that needs a retry (the resource's
-    /// conditions and a Warning event already say why).
+    /// A failure that needs a retry, already said on the resource (the
+    /// machine's conditions and Warning event, or the operator's Warning event).
     #[error("{reason}: {message}")]
     Blocked { reason: String, message: String },
 

@@ -1,7 +1,10 @@
 //! The operator under a namespaced Role that grants only what it needs, minus
-//! `patch` on the Cinder itself: the upgrade still completes, and the check
-//! report that needs that patch is deferred with a Warning (C15) instead of
-//! being published without its once-per-Job record.
+//! one right:
+//! - minus `patch` on the Cinder itself: the upgrade still completes, and the
+//!   check report that needs that patch is deferred with a Warning (C15)
+//!   instead of being published without its once-per-Job record;
+//! - minus StatefulSets: the operator cannot see that kind of child, and says
+//!   so on the resource instead of deciding blind or waiting silently.
 
 use std::time::Duration;
 
@@ -13,7 +16,7 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::testing::{create_example_cinder, impersonating, settled_at};
-use ratchet_testenv::wait::until;
+use ratchet_testenv::wait::{until, until_any};
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 use serde_json::json;
 
@@ -27,22 +30,39 @@ fn role_without_cinder_patch() -> serde_json::Value {
     rules
 }
 
-#[tokio::test]
-async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes_on() -> Result<()>
-{
-    let env = TestEnv::shared()?;
-    let admin = env.client()?;
-    ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
-    let ns = env.namespace(&admin, "rbac").await?;
+/// What a namespaced operator needs, except anything on StatefulSets.
+fn role_without_stateful_sets() -> serde_json::Value {
+    let mut rules = ratchet_operator::rbac::reconcile_rules();
+    for rule in rules.as_array_mut().into_iter().flatten() {
+        if let Some(resources) = rule["resources"].as_array_mut() {
+            resources.retain(|r| r != "statefulsets");
+        }
+    }
+    rules
+}
+
+/// A namespace with the example Secrets and a ServiceAccount bound to a Role
+/// of `rules`; the operator started in it, acting as that ServiceAccount.
+async fn operator_with_role(
+    env: &TestEnv,
+    admin: &kube::Client,
+    prefix: &str,
+    rules: serde_json::Value,
+    config: OperatorConfig,
+) -> Result<(
+    ratchet_testenv::TestNamespace,
+    ratchet_operator::OperatorHandle,
+)> {
+    ratchet_operator::install::install_crds(admin, Duration::from_secs(60)).await?;
+    let ns = env.namespace(admin, prefix).await?;
     let name = ns.name().to_string();
-    ratchet_operator::install::ensure_example_secrets(&admin, &name).await?;
+    ratchet_operator::install::ensure_example_secrets(admin, &name).await?;
     let sa: ServiceAccount = serde_json::from_value(json!({ "metadata": { "name": "ratchet" } }))?;
     Api::<ServiceAccount>::namespaced(admin.clone(), &name)
         .create(&PostParams::default(), &sa)
         .await?;
-    let role: Role = serde_json::from_value(
-        json!({ "metadata": { "name": "ratchet" }, "rules": role_without_cinder_patch() }),
-    )?;
+    let role: Role =
+        serde_json::from_value(json!({ "metadata": { "name": "ratchet" }, "rules": rules }))?;
     Api::<Role>::namespaced(admin.clone(), &name)
         .create(&PostParams::default(), &role)
         .await?;
@@ -61,10 +81,27 @@ async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes
         operator_client,
         OperatorConfig {
             namespace: Some(name.clone()),
-            ..OperatorConfig::default()
+            ..config
         },
     )
     .await?;
+    Ok((ns, operator))
+}
+
+#[tokio::test]
+async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes_on() -> Result<()>
+{
+    let env = TestEnv::shared()?;
+    let admin = env.client()?;
+    let (ns, operator) = operator_with_role(
+        env,
+        &admin,
+        "rbac",
+        role_without_cinder_patch(),
+        OperatorConfig::default(),
+    )
+    .await?;
+    let name = ns.name().to_string();
 
     let api = create_example_cinder(&admin, &name, "c", "2026.1", &[]).await?;
     let settled = settled_at;
@@ -113,6 +150,52 @@ async fn a_check_report_that_cannot_be_recorded_is_deferred_and_the_upgrade_goes
     );
     let annotations = api.get("c").await?.metadata.annotations.unwrap_or_default();
     ensure!(!annotations.contains_key("cinder.c5c3.io/last-upgrade-check-job-uid"));
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn children_the_operator_cannot_watch_are_named_on_the_resource() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let admin = env.client()?;
+    let (ns, operator) = operator_with_role(
+        env,
+        &admin,
+        "rbac-sts",
+        role_without_stateful_sets(),
+        OperatorConfig {
+            cache_sync_timeout: Duration::from_secs(2),
+            ..OperatorConfig::default()
+        },
+    )
+    .await?;
+    let name = ns.name().to_string();
+    let cinders = create_example_cinder(&admin, &name, "c", "2026.1", &[]).await?;
+
+    let events: Api<Event> = Api::namespaced(admin.clone(), &name);
+    let warned = |e: &Event| {
+        e.reason.as_deref() == Some("CacheNotReady")
+            && e.type_.as_deref() == Some("Warning")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("c")
+            && e.note
+                .as_deref()
+                .is_some_and(|n| n.contains("may list and watch statefulsets"))
+    };
+    until_any(
+        &events,
+        Duration::from_secs(60),
+        "a CacheNotReady warning on c",
+        warned,
+    )
+    .await?;
+    // Nothing was decided blind: no Job, no status.
+    let cinder = cinders.get("c").await?;
+    ensure!(cinder.status.is_none(), "{:?}", cinder.status);
+    let jobs = Api::<k8s_openapi::api::batch::v1::Job>::namespaced(admin.clone(), &name)
+        .list(&ListParams::default())
+        .await?;
+    ensure!(jobs.items.is_empty());
     operator.stop().await;
     ns.cleanup().await;
     Ok(())

@@ -51,4 +51,7 @@ pub mod event {
     pub const UPGRADE_CHECK_WARNINGS: &str = "UpgradeCheckWarnings";
     pub const UPGRADE_CHECK_EVENT_EMISSION_DEFERRED: &str = "UpgradeCheckEventEmissionDeferred";
     pub const STUCK_POD_REPLACED: &str = "StuckPodReplaced";
+    /// The operator cannot see the resource's children (their watch never
+    /// listed, typically missing RBAC); emitted by the operator, not the machine.
+    pub const CACHE_NOT_READY: &str = "CacheNotReady";
 }

@@ -178,3 +178,41 @@ where
         }),
     }
 }
+
+/// Waits until some object in the Api's scope satisfies `check` (one watch of
+/// the collection) and returns it.
+pub async fn until_any<K, F>(
+    api: &Api<K>,
+    timeout: Duration,
+    what: &str,
+    mut check: F,
+) -> Result<K, WaitTimeout>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    F: FnMut(&K) -> bool,
+{
+    let mut stream = watcher::watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let mut seen = 0usize;
+    let outcome = tokio::time::timeout(timeout, async {
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(object) if check(&object) => return Some(object),
+                Ok(_) => seen += 1,
+                Err(e) => tracing::debug!(error = %e, "watch error while waiting"),
+            }
+        }
+        None
+    })
+    .await;
+    match outcome {
+        Ok(Some(found)) => Ok(found),
+        _ => Err(WaitTimeout {
+            what: what.to_string(),
+            timeout,
+            last: format!("{seen} objects seen, none satisfying"),
+        }),
+    }
+}

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use ratchet_phase_machine::vocabulary::event;
 use serde::de::DeserializeOwned;
 
 use super::api;
@@ -87,9 +88,10 @@ impl Caches {
 
     /// Resolves once every store holds its initial list: before that, a missing
     /// child may only be unlisted, and deciding on it would flap the status.
-    /// Bounded: a store that cannot list (e.g. RBAC without `statefulsets`)
-    /// fails the pass with an error naming it instead of stalling it.
-    pub async fn ready(&self) -> Result<()> {
+    /// Bounded by `timeout`: a store that cannot list (e.g. RBAC without
+    /// `statefulsets`) fails the pass with an error naming it instead of
+    /// stalling it.
+    pub async fn ready(&self, timeout: std::time::Duration) -> Result<()> {
         let waits = [
             ("jobs", wait(&self.jobs).boxed()),
             ("deployments", wait(&self.deployments).boxed()),
@@ -98,11 +100,11 @@ impl Caches {
             ("services", wait(&self.services).boxed()),
         ];
         for (kind, ready) in waits {
-            if tokio::time::timeout(READY_TIMEOUT, ready).await.is_err() {
+            if tokio::time::timeout(timeout, ready).await.is_err() {
                 return Err(Error::Blocked {
-                    reason: "CacheNotReady".into(),
+                    reason: event::CACHE_NOT_READY.into(),
                     message: format!(
-                        "the watch cache of {kind} did not fill within {READY_TIMEOUT:?}; check that the operator may list and watch {kind}"
+                        "the watch cache of {kind} did not fill within {timeout:?}; check that the operator may list and watch {kind}"
                     ),
                 });
             }
@@ -110,9 +112,6 @@ impl Caches {
         Ok(())
     }
 }
-
-/// How long a pass waits for the caches' initial lists.
-const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 async fn wait<K>(store: &Store<K>)
 where

@@ -175,26 +175,16 @@ impl Harness {
     /// published after the status write, so a test that saw the condition must
     /// wait for the event rather than read at once.
     pub async fn wait_event(&self, name: &str, reason: &str) -> Result<()> {
-        use futures::StreamExt;
-        use kube::runtime::{WatchStreamExt, watcher};
-        let mut stream = watcher::watcher(self.api::<Event>(), watcher::Config::default())
-            .applied_objects()
-            .boxed();
-        let found = tokio::time::timeout(TIMEOUT, async {
-            while let Some(event) = stream.next().await {
-                let Ok(e) = event else { continue };
-                let about = e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name);
-                if about && e.reason.as_deref() == Some(reason) {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        anyhow::ensure!(
-            matches!(found, Ok(true)),
-            "no {reason} event about {name} within {TIMEOUT:?}"
-        );
+        ratchet_testenv::wait::until_any(
+            &self.api::<Event>(),
+            TIMEOUT,
+            &format!("a {reason} event about {name}"),
+            |e: &Event| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                    && e.reason.as_deref() == Some(reason)
+            },
+        )
+        .await?;
         Ok(())
     }
 
