@@ -413,16 +413,19 @@ fn record_phase(
     );
 }
 
-/// Whether `ours` is a later version of the resource than `cached`. Resource
-/// versions are etcd revisions on every API server Ratchet supports; compared
-/// as numbers, and when one is not a number only an identical version counts
-/// as "not newer".
+/// Whether `ours` is a later version of the resource than `cached`. Since
+/// Kubernetes 1.35 (KEP-5504) the resource versions of one resource are
+/// comparable as integers of any size: more digits is later, equally many
+/// compare digit by digit. A version that is not such an integer is not
+/// comparable, and the cache is trusted.
 fn newer<S: Resource>(ours: &S, cached: &S) -> bool {
     let version = |o: &S| o.meta().resource_version.clone().unwrap_or_default();
-    match (version(ours).parse::<u64>(), version(cached).parse::<u64>()) {
-        (Ok(ours), Ok(cached)) => ours > cached,
-        _ => false,
-    }
+    let (ours, cached) = (version(ours), version(cached));
+    let comparable =
+        |v: &str| !v.is_empty() && !v.starts_with('0') && v.bytes().all(|b| b.is_ascii_digit());
+    comparable(&ours)
+        && comparable(&cached)
+        && (ours.len(), ours.as_str()) > (cached.len(), cached.as_str())
 }
 
 #[cfg(test)]
@@ -448,6 +451,12 @@ mod tests {
         assert!(newer(&at(Some("120")), &at(Some("99"))));
         assert!(!newer(&at(Some("120")), &at(Some("120"))), "caught up");
         assert!(!newer(&at(Some("120")), &at(Some("121"))), "moved on");
+        assert!(
+            newer(&at(Some("1000")), &at(Some("999"))),
+            "by length first"
+        );
+        let huge = "18446744073709551616"; // u64::MAX + 1
+        assert!(newer(&at(Some(huge)), &at(Some("18446744073709551615"))));
     }
 
     #[test]
@@ -455,5 +464,7 @@ mod tests {
         assert!(!newer(&at(Some("abc")), &at(Some("1"))));
         assert!(!newer(&at(None), &at(Some("1"))));
         assert!(!newer(&at(Some("2")), &at(None)));
+        assert!(!newer(&at(Some("012")), &at(Some("11"))), "leading zero");
+        assert!(!newer(&at(Some("-5")), &at(Some("1"))));
     }
 }
