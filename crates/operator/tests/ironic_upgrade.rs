@@ -750,6 +750,24 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
             && refused.contains("older than the installed release 2026.2"),
         "{refused}"
     );
+    // So is a pin in extraConfig: it would outlive the unpinning.
+    let refused = h
+        .api::<Ironic>()
+        .patch(
+            "i",
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({ "spec": { "extraConfig": { "DEFAULT": { "pin_release_version": "2026.1" } } } }),
+            ),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    ensure!(
+        refused.contains("spec.extraConfig.DEFAULT.pin_release_version: set by Ratchet"),
+        "{refused}"
+    );
 
     // An image tag naming another release stalls under ImageReleaseMismatch.
     h.api::<Ironic>()

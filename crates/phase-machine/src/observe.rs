@@ -25,6 +25,9 @@ pub struct SpecView {
     pub image_digest: Option<String>,
     /// Where the resource keeps the tag and digest (named in messages).
     pub image_layout: ratchet_release::ImageLayout,
+    /// Why the resource's extra configuration cannot be used (each message
+    /// names the field); empty when it can.
+    pub invalid_config: Vec<String>,
 }
 
 /// The resource's status as last written.

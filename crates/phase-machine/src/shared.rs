@@ -39,6 +39,12 @@ pub fn parse_spec(obs: &Observed) -> Result<(Release, ImageRef), Blocked> {
         obs.spec.image_digest.as_deref(),
     )
     .map_err(|e| Blocked::new(reason::INVALID_IMAGE, e.message(obs.spec.image_layout)))?;
+    if !obs.spec.invalid_config.is_empty() {
+        return Err(Blocked::new(
+            reason::INVALID_CONFIG,
+            obs.spec.invalid_config.join("; "),
+        ));
+    }
     Ok((release, image))
 }
 

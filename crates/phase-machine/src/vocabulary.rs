@@ -20,6 +20,7 @@ pub mod reason {
     pub const DB_SYNC_FAILED: &str = "DBSyncFailed";
     pub const IMAGE_RELEASE_MISMATCH: &str = "ImageReleaseMismatch";
     pub const INVALID_IMAGE: &str = "InvalidImage";
+    pub const INVALID_CONFIG: &str = "InvalidConfig";
     pub const SECRET_MISSING: &str = "SecretMissing";
     // Validation of a release change.
     pub const VERSION_PARSE_ERROR: &str = "VersionParseError";

@@ -187,6 +187,31 @@ fn removed_back_end_is_deleted_and_missing_secrets_block() {
 }
 
 #[test]
+fn configuration_naming_a_managed_option_blocks_until_removed() {
+    let mut w = World::install("2026.1");
+    let message = "spec.extraConfig.DEFAULT.pin_release_version: set by Ratchet";
+    w.obs.spec.invalid_config = vec![message.into()];
+    w.obs.spec.generation += 1;
+    let d = w.step();
+    assert!(d.jobs.is_empty() && d.workloads.is_empty(), "{d:?}");
+    let db = condition_of(&d, condition::DATABASE_READY);
+    assert_eq!(
+        (db.status, db.reason.as_str(), db.message.as_str()),
+        (false, reason::INVALID_CONFIG, message)
+    );
+    assert_eq!(d.events.len(), 1);
+    assert_eq!(d.events[0].kind, EventType::Warning);
+
+    w.obs.spec.invalid_config.clear();
+    w.obs.spec.generation += 1;
+    w.settle();
+    assert_eq!(
+        condition_of(&w.step(), condition::DATABASE_READY).reason,
+        reason::DATABASE_SYNCED
+    );
+}
+
+#[test]
 fn transition_time_moves_only_when_status_flips() {
     let mut w = World::cinder("2026.1");
     w.scripts.insert("db-sync".into(), Script::Hang);

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use ratchet_api::cinder::v1beta1::{CinderSpec, VolumeBackend};
+use ratchet_api::cinder::v1beta1::{Cinder, CinderSpec, VolumeBackend};
 
+use crate::service::OpenStackService;
 use crate::service::ini::{self, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
 
@@ -36,7 +37,7 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> String {
         section.insert("backend_host".into(), format!("{name}-volume-{backend}"));
         section.extend(spec.options.clone());
     }
-    ini::overlay(&mut sections, &spec.extra_config);
+    ini::overlay(&mut sections, &spec.extra_config, Cinder::MANAGED_OPTIONS);
     ini::write(
         &[
             format!("Rendered by Ratchet for Cinder {namespace}/{name}; edits are overwritten."),

@@ -9,6 +9,7 @@ use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 use crate::service::OpenStackService;
+use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use crate::service::model::ServiceModel;
 use crate::service::status::{self, Stored};
 use crate::webhooks::validation::is_dns_label;
@@ -19,6 +20,7 @@ impl OpenStackService for Cinder {
     const SERVICE: &'static str = profile::SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "cinder.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "cinder.c5c3.io/last-upgrade-check-job-uid";
+    const MANAGED_OPTIONS: &'static [ManagedOption] = &[DATABASE_CONNECTION, TRANSPORT_URL];
 
     fn profile() -> Profile {
         profile::profile()
@@ -30,6 +32,8 @@ impl OpenStackService for Cinder {
             &self.spec.open_stack_release,
             &self.spec.image.to_image_spec(),
             ratchet_release::ImageLayout::Reference,
+            &self.spec.extra_config,
+            Self::MANAGED_OPTIONS,
         )
     }
 

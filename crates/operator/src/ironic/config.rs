@@ -3,8 +3,9 @@
 //! and so does the upgrade pin (`[DEFAULT] pin_release_version`), which is set
 //! per pod rather than here: a pinned and an unpinned pod share this file.
 
-use ratchet_api::ironic::v1alpha1::IronicSpec;
+use ratchet_api::ironic::v1alpha1::{Ironic, IronicSpec};
 
+use crate::service::OpenStackService;
 use crate::service::ini::{self, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL};
 
@@ -18,7 +19,7 @@ pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> String {
         .entry("oslo_concurrency".into())
         .or_default()
         .insert("lock_path".into(), "/var/lib/ironic/tmp".into());
-    ini::overlay(&mut sections, &spec.extra_config);
+    ini::overlay(&mut sections, &spec.extra_config, Ironic::MANAGED_OPTIONS);
     ini::write(
         &[
             format!("Rendered by Ratchet for Ironic {namespace}/{name}; edits are overwritten."),

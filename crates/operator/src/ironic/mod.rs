@@ -11,6 +11,7 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 pub use ratchet_phase_machine::profiles::ironic::{CONFIG_DIR, SERVICE};
 
 use crate::service::OpenStackService;
+use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, PIN_RELEASE_VERSION, TRANSPORT_URL};
 use crate::service::model::ServiceModel;
 use crate::service::status::{self, Stored};
 
@@ -20,6 +21,8 @@ impl OpenStackService for Ironic {
     const SERVICE: &'static str = SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "ironic.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "ironic.c5c3.io/last-upgrade-check-job-uid";
+    const MANAGED_OPTIONS: &'static [ManagedOption] =
+        &[DATABASE_CONNECTION, TRANSPORT_URL, PIN_RELEASE_VERSION];
 
     fn profile() -> Profile {
         ratchet_phase_machine::profiles::ironic::profile()
@@ -31,6 +34,8 @@ impl OpenStackService for Ironic {
             &self.spec.open_stack_release,
             &self.spec.image,
             ratchet_release::ImageLayout::Flat,
+            &self.spec.extra_config,
+            Self::MANAGED_OPTIONS,
         )
     }
 

@@ -6,13 +6,67 @@ use std::fmt::Write;
 
 pub type Sections = BTreeMap<String, BTreeMap<String, String>>;
 
-/// Adds `extra` (a resource's `extraConfig`) over `sections`, option by option.
-pub fn overlay(sections: &mut Sections, extra: &Sections) {
+/// An option Ratchet sets itself, outside the rendered file. `extraConfig`
+/// may not name it: oslo.config lets the environment override the file, so a
+/// copy in the file is either ignored (a Secret's value, in plain sight) or
+/// outlives Ratchet's own setting (a pin left in force after unpinning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ManagedOption {
+    pub section: &'static str,
+    pub option: &'static str,
+    /// Where the value comes from instead, for the refusal's message.
+    pub set_from: &'static str,
+}
+
+impl ManagedOption {
+    /// Whether `section`/`option` of a file names this option (oslo.config
+    /// treats `-` and `_` in option names alike; case is not trusted either).
+    fn named_by(&self, section: &str, option: &str) -> bool {
+        let normal = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+        section.eq_ignore_ascii_case(self.section) && normal(option) == normal(self.option)
+    }
+}
+
+pub const DATABASE_CONNECTION: ManagedOption = ManagedOption {
+    section: "database",
+    option: "connection",
+    set_from: "spec.database (a Secret)",
+};
+pub const TRANSPORT_URL: ManagedOption = ManagedOption {
+    section: "DEFAULT",
+    option: "transport_url",
+    set_from: "spec.transport (a Secret)",
+};
+pub const PIN_RELEASE_VERSION: ManagedOption = ManagedOption {
+    section: "DEFAULT",
+    option: "pin_release_version",
+    set_from: "Ratchet, during an upgrade's pinned roll only",
+};
+
+/// Entries of `extra` that name a managed option, as messages naming the field.
+pub fn managed_option_violations(extra: &Sections, managed: &[ManagedOption]) -> Vec<String> {
+    extra
+        .iter()
+        .flat_map(|(section, options)| options.keys().map(move |option| (section, option)))
+        .filter_map(|(section, option)| {
+            let m = managed.iter().find(|m| m.named_by(section, option))?;
+            Some(format!(
+                "spec.extraConfig.{section}.{option}: set by {}; remove it from extraConfig",
+                m.set_from
+            ))
+        })
+        .collect()
+}
+
+/// Adds `extra` (a resource's `extraConfig`) over `sections`, option by
+/// option, leaving out the `managed` ones (refused with a reason elsewhere).
+pub fn overlay(sections: &mut Sections, extra: &Sections, managed: &[ManagedOption]) {
     for (section, options) in extra {
-        sections
-            .entry(section.clone())
-            .or_default()
-            .extend(options.clone());
+        let kept = options
+            .iter()
+            .filter(|(option, _)| !managed.iter().any(|m| m.named_by(section, option)))
+            .map(|(option, value)| (option.clone(), value.clone()));
+        sections.entry(section.clone()).or_default().extend(kept);
     }
 }
 
@@ -51,11 +105,43 @@ mod tests {
             "DEFAULT".to_string(),
             BTreeMap::from([("debug".to_string(), "true".to_string())]),
         )]);
-        overlay(&mut sections, &extra);
+        overlay(&mut sections, &extra, &[]);
         assert_eq!(
             write(&["hello".into()], sections),
             "# hello\n\n[DEFAULT]\ndebug = true\n\n[zeta]\na = 1\n"
         );
+    }
+
+    #[test]
+    fn managed_options_are_refused_and_never_rendered() {
+        let extra = Sections::from([
+            (
+                "DEFAULT".to_string(),
+                BTreeMap::from([
+                    ("Pin-Release-Version".to_string(), "2026.1".to_string()),
+                    ("debug".to_string(), "true".to_string()),
+                ]),
+            ),
+            (
+                "database".to_string(),
+                BTreeMap::from([("connection".to_string(), "mysql://x".to_string())]),
+            ),
+        ]);
+        let managed = [DATABASE_CONNECTION, PIN_RELEASE_VERSION];
+        assert_eq!(
+            managed_option_violations(&extra, &managed),
+            [
+                "spec.extraConfig.DEFAULT.Pin-Release-Version: set by Ratchet, during an upgrade's pinned roll only; remove it from extraConfig",
+                "spec.extraConfig.database.connection: set by spec.database (a Secret); remove it from extraConfig",
+            ]
+        );
+        let mut sections = Sections::new();
+        overlay(&mut sections, &extra, &managed);
+        assert_eq!(
+            write(&[], sections),
+            "\n[DEFAULT]\ndebug = true\n\n[database]\n"
+        );
+        assert!(managed_option_violations(&extra, &[TRANSPORT_URL]).is_empty());
     }
 
     #[test]

@@ -57,6 +57,8 @@ pub trait OpenStackService:
     /// The resource annotation recording the last Job whose upgrade check was
     /// reported (exactly once per Job).
     const CHECK_REPORTED_ANNOTATION: &'static str;
+    /// Configuration options Ratchet sets itself; `extraConfig` may not name them.
+    const MANAGED_OPTIONS: &'static [ini::ManagedOption];
 
     fn profile() -> Profile;
     fn spec_view(&self) -> SpecView;

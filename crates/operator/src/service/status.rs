@@ -9,6 +9,8 @@ use ratchet_release::ImageLayout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::ini::{ManagedOption, Sections, managed_option_violations};
+
 /// A phase enum's stored name (`""` for none).
 pub fn phase_name<P: Serialize>(phase: &P) -> String {
     serde_json::to_value(phase)
@@ -22,15 +24,19 @@ pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
     serde_json::from_value(serde_json::Value::String(name.to_string())).unwrap_or_default()
 }
 
-/// The spec as the machine sees it: every service has a release and an image.
+/// The spec as the machine sees it: every service has a release, an image and
+/// extra configuration, which may not name the options Ratchet sets itself.
 pub fn spec_view(
     generation: Option<i64>,
     release: &str,
     image: &ImageSpec,
     image_layout: ImageLayout,
+    extra_config: &Sections,
+    managed: &[ManagedOption],
 ) -> SpecView {
     SpecView {
         image_layout,
+        invalid_config: managed_option_violations(extra_config, managed),
         generation: generation.unwrap_or_default(),
         release: release.to_string(),
         image_repository: image.repository.clone(),

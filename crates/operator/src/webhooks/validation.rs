@@ -10,6 +10,7 @@ use crate::service::OpenStackService;
 /// - `spec.openStackRelease` must be `YYYY.N` (N 1 or 2): the CRD pattern says
 ///   the same, this catches clusters where the schema was edited.
 /// - `spec.image` must name a repository and exactly one of tag or digest.
+/// - `spec.extraConfig` may not name an option Ratchet sets itself.
 /// - A release older than `status.installedRelease` is refused (a downgrade),
 ///   whether or not an upgrade is active. Moving back to the installed release
 ///   itself is the abort and is admitted.
@@ -31,6 +32,7 @@ pub fn validate<S: OpenStackService>(new: &S, old: Option<&S>) -> Vec<String> {
     ) {
         violations.push(e.message(spec.image_layout));
     }
+    violations.extend(spec.invalid_config.iter().cloned());
     violations.extend(new.violations());
     if let (Some(release), Some(old)) = (release, old)
         && let Ok(installed) = Release::parse(&old.status_view().installed_release)
@@ -197,6 +199,33 @@ mod ironic_tests {
             validate(&ironic("2026.1"), Some(&old))
                 .iter()
                 .any(|m| m.contains("older than the installed release 2026.2"))
+        );
+    }
+
+    #[test]
+    fn extra_config_may_not_set_the_pin_or_the_secrets() {
+        let mut pinned = ironic("2026.1");
+        pinned.spec.extra_config.insert(
+            "DEFAULT".into(),
+            [("pin_release_version".to_string(), "2026.1".to_string())].into(),
+        );
+        pinned.spec.extra_config.insert(
+            "database".into(),
+            [("connection".to_string(), "mysql://x".to_string())].into(),
+        );
+        let refused = validate(&pinned, None);
+        assert!(
+            refused
+                .iter()
+                .any(|m| m
+                    .starts_with("spec.extraConfig.DEFAULT.pin_release_version: set by Ratchet")),
+            "{refused:?}"
+        );
+        assert!(
+            refused.iter().any(
+                |m| m.starts_with("spec.extraConfig.database.connection: set by spec.database")
+            ),
+            "{refused:?}"
         );
     }
 }

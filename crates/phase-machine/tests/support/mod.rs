@@ -53,6 +53,7 @@ impl World {
                     image_tag: Some(tag.into()),
                     image_digest: None,
                     image_layout: ratchet_release::ImageLayout::Flat,
+                    invalid_config: vec![],
                 },
                 status: StatusView::default(),
                 config_hash: "config".into(),
