@@ -6,6 +6,7 @@
 pub mod condition;
 pub mod migrator;
 pub mod runner;
+mod schedule;
 pub mod versions;
 
 pub use condition::migrate_recorded;

@@ -3,12 +3,11 @@
 //! storage version moved): the watch on the CRDs' metadata wakes it, nothing
 //! polls. It restores the conversion webhook's endpoint and caBundle when this
 //! operator serves conversion, then runs the stored-version migration. A failed
-//! migration is retried with backoff and reported as a Warning event on the
-//! CRD, a metric and a log line.
+//! migration is retried with backoff (that CRD alone, see [`Schedule`]) and
+//! reported as a Warning event on the CRD, a metric and a log line.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -21,8 +20,8 @@ use ratchet_phase_machine::{Event, EventType};
 
 use super::condition::{Outcome, migrate_recorded};
 use super::migrator::{MigrationOptions, get_crd};
+use super::schedule::Schedule;
 use crate::context::Context;
-use crate::error::backoff;
 use crate::webhooks::registration::ensure_conversion;
 
 /// The CRDs Ratchet owns, by name.
@@ -41,34 +40,31 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = 
     let changes = watcher(api, watcher::Config::default())
         .default_backoff()
         .applied_objects();
-    let mut migrated: HashMap<String, i64> = HashMap::new();
-    let mut failures: HashMap<String, u32> = HashMap::new();
+    let mut schedule = Schedule::default();
     let work = async {
         let mut changes = std::pin::pin!(changes);
-        while let Some(change) = changes.next().await {
-            let Ok(meta) = change else { continue };
-            let (Some(name), Some(generation)) =
-                (meta.metadata.name.clone(), meta.metadata.generation)
-            else {
-                continue;
-            };
-            if !names.contains(&name) || migrated.get(&name) == Some(&generation) {
-                continue;
-            }
-            loop {
-                match migrate_once(&ctx, &name).await {
-                    Ok(()) => {
-                        migrated.insert(name.clone(), generation);
-                        failures.remove(&name);
-                        break;
-                    }
-                    Err(()) => {
-                        let count = failures.entry(name.clone()).or_default();
-                        *count += 1;
-                        let delay = backoff(*count).max(Duration::from_secs(1));
-                        tokio::time::sleep(delay).await;
+        loop {
+            let next_due = schedule.next_due();
+            let runs: Vec<(String, i64)> = tokio::select! {
+                change = changes.next() => {
+                    let Some(change) = change else { break };
+                    let Ok(meta) = change else { continue };
+                    match (meta.metadata.name, meta.metadata.generation) {
+                        (Some(name), Some(generation))
+                            if names.contains(&name) && schedule.wants(&name, generation) =>
+                        {
+                            vec![(name, generation)]
+                        }
+                        _ => continue,
                     }
                 }
+                () = sleep_until(next_due), if next_due.is_some() => {
+                    schedule.due(Instant::now())
+                }
+            };
+            for (name, generation) in runs {
+                let succeeded = migrate_once(&ctx, &name).await.is_ok();
+                schedule.finished(&name, generation, succeeded, Instant::now());
             }
         }
     };
@@ -147,5 +143,13 @@ async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
             );
             Err(())
         }
+    }
+}
+
+/// Resolves at `at` (never, without one).
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
