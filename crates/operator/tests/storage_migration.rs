@@ -1,8 +1,8 @@
 //! Ratchet's own API across versions, on a real API server and etcd (seed 004):
 //! objects created while v1alpha1 is the storage version, storage flipped to
 //! v1beta1 with the operator's conversion webhook, the stored-version migration
-//! (refused once by a validating webhook, then paging through an expired
-//! continue token), every object read back from etcd as v1beta1, storedVersions
+//! (refused once by a validating webhook, interrupted by a CRD change, then
+//! paging through an expired continue token), every object read back from etcd as v1beta1, storedVersions
 //! pruned, and a CRD without v1alpha1 applied and used. Two thousand objects,
 //! migrated in pages of a hundred.
 //!
@@ -264,8 +264,8 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     let v1beta1_only = v1beta1::Cinder::crd();
     ensure!(!storage::preflight(&live, &v1beta1_only).is_empty());
 
-    // 4. Fixed, and migrated in small pages while etcd compacts under the
-    // listing (the continue token expires; the migration lists again).
+    // 4. Fixed. The CRD changes while the objects are rewritten (a new
+    // generation): nothing is pruned, the next run finishes.
     alpha
         .patch_status(
             "c0007",
@@ -273,6 +273,45 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
             &Patch::Merge(json!({ "status": { "installedRelease": "2026.1" } })),
         )
         .await?;
+    let changing = crds.clone();
+    let changed = Arc::new(Mutex::new(false));
+    let flag = changed.clone();
+    let runtime = tokio::runtime::Handle::current();
+    let options = MigrationOptions {
+        page_size: 500,
+        on_page: Some(Box::new(move |_| {
+            let mut done = flag.lock().unwrap_or_else(|p| p.into_inner());
+            if !*done {
+                *done = true;
+                let crds = changing.clone();
+                let patch = json!({ "spec": { "names": { "categories": ["ratchet-test"] } } });
+                let patched = tokio::task::block_in_place(|| {
+                    runtime.block_on(async move {
+                        crds.patch(CRD, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                    })
+                });
+                if let Err(e) = patched {
+                    tracing::warn!(error = %e, "changing the CRD failed");
+                }
+            }
+        })),
+        ..MigrationOptions::default()
+    };
+    let interrupted = storage::migrate_recorded(&client, &crds.get(CRD).await?, options).await?;
+    ensure!(
+        interrupted.crd_changed && !interrupted.pruned,
+        "{interrupted:?}"
+    );
+    ensure!(stored_versions(&client).await?.len() == 2, "not pruned");
+    let (status, reason, _) = migration_condition(&client).await?;
+    ensure!(
+        status == "Unknown" && reason == "CRDChanged",
+        "{status} {reason}"
+    );
+
+    // Migrated in small pages while etcd compacts under the listing (the
+    // continue token expires; the migration lists again).
     let compacting = etcd.clone();
     let compactions = Arc::new(Mutex::new(0u32));
     let counter = compactions.clone();
