@@ -12,7 +12,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use ratchet_operator::storage::runner::ratchet_crds;
 use ratchet_operator::storage::{self, CrdVersions, MigrationOptions};
-use ratchet_testenv::etcd::{EtcdClient, EtcdTls};
+use ratchet_testenv::etcd::{EtcdClient, EtcdTls, StoredObject};
 use serde::Deserialize;
 
 #[derive(Args)]
@@ -50,6 +50,9 @@ struct ReportArgs {
     /// Its key.
     #[arg(long, requires = "etcd_ca_file")]
     etcd_key_file: Option<PathBuf>,
+    /// The API server's `--etcd-prefix`: where its keys live in etcd.
+    #[arg(long, default_value = "/registry", requires = "etcd_url")]
+    etcd_prefix: String,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -122,29 +125,22 @@ async fn report(client: &Client, args: ReportArgs) -> anyhow::Result<()> {
         let versions = CrdVersions::of(&crd);
         let in_etcd = match &etcd {
             Some(etcd) => {
-                let prefix = format!("/registry/{}/{}/", crd.spec.group, crd.spec.names.plural);
+                let prefix = format!(
+                    "{}/{}/{}/",
+                    args.etcd_prefix.trim_end_matches('/'),
+                    crd.spec.group,
+                    crd.spec.names.plural
+                );
                 let mut counts = BTreeMap::new();
                 for object in etcd.list_prefix(&prefix).await? {
-                    let version = object
-                        .json_api_version()
-                        .unwrap_or_else(|| "<not JSON>".into());
-                    *counts.entry(version).or_insert(0u64) += 1;
+                    *counts.entry(stored_as(&object)).or_insert(0u64) += 1;
                 }
                 Some(counts)
             }
             None => None,
         };
         let storage = versions.storage.clone().unwrap_or_default();
-        let stale_in_etcd = in_etcd
-            .as_ref()
-            .is_some_and(|c| c.keys().any(|v| *v != versions.api_version(&storage)));
-        let verdict = if stale_in_etcd {
-            "objects stored in an older version: run `ratchet storage migrate`".to_string()
-        } else if versions.needs_migration() {
-            "storedVersions lists older versions: run `ratchet storage migrate`".to_string()
-        } else {
-            "clean".to_string()
-        };
+        let verdict = verdict(&versions, in_etcd.as_ref());
         rows.push(Row {
             crd: name,
             storage,
@@ -183,6 +179,49 @@ async fn report(client: &Client, args: ReportArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// What an etcd value says about the version it was stored in.
+const ENCRYPTED: &str = "<encrypted>";
+const UNREADABLE: &str = "<unreadable>";
+
+fn stored_as(object: &StoredObject) -> String {
+    if let Some(version) = object.json_api_version() {
+        version
+    } else if object.value.starts_with(b"k8s:enc:") {
+        // Encryption at rest: only the API server can read the version.
+        ENCRYPTED.into()
+    } else {
+        UNREADABLE.into()
+    }
+}
+
+/// One CRD's verdict from the API server's view and, when read, etcd's.
+fn verdict(versions: &CrdVersions, in_etcd: Option<&BTreeMap<String, u64>>) -> String {
+    let storage = versions
+        .storage
+        .as_deref()
+        .map(|s| versions.api_version(s))
+        .unwrap_or_default();
+    let counts = in_etcd.cloned().unwrap_or_default();
+    let unknown: u64 = [ENCRYPTED, UNREADABLE]
+        .iter()
+        .filter_map(|k| counts.get(*k))
+        .sum();
+    if counts
+        .keys()
+        .any(|v| *v != storage && v != ENCRYPTED && v != UNREADABLE)
+    {
+        "objects stored in an older version: run `ratchet storage migrate`".into()
+    } else if versions.needs_migration() {
+        "storedVersions lists older versions: run `ratchet storage migrate`".into()
+    } else if unknown > 0 {
+        format!(
+            "clean as far as the API server knows; {unknown} objects in etcd cannot be read here (encrypted at rest or not JSON), so their version is not confirmed"
+        )
+    } else {
+        "clean".into()
+    }
 }
 
 async fn migrate(client: &Client, args: MigrateArgs) -> anyhow::Result<()> {
@@ -274,5 +313,75 @@ async fn preflight(client: &Client, args: PreflightArgs) -> anyhow::Result<()> {
             eprintln!("{problem}");
         }
         bail!("{} problem(s): do not apply these CRDs yet", problems.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn versions(stored: &[&str]) -> CrdVersions {
+        CrdVersions {
+            name: "cinders.cinder.openstack.c5c3.io".into(),
+            group: "cinder.openstack.c5c3.io".into(),
+            generation: 1,
+            storage: Some("v1beta1".into()),
+            served: vec!["v1alpha1".into(), "v1beta1".into()],
+            stored: stored.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn counts(entries: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        entries.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    }
+
+    #[test]
+    fn etcd_values_name_their_version_or_say_why_not() {
+        let object = |value: &[u8]| StoredObject {
+            key: "/registry/x".into(),
+            value: value.to_vec(),
+        };
+        assert_eq!(
+            stored_as(&object(br#"{"apiVersion":"g/v1beta1"}"#)),
+            "g/v1beta1"
+        );
+        assert_eq!(
+            stored_as(&object(b"k8s:enc:aescbc:v1:key1:\x00\x01")),
+            ENCRYPTED
+        );
+        assert_eq!(stored_as(&object(b"k8s\x00protobuf")), UNREADABLE);
+    }
+
+    #[test]
+    fn the_verdict_trusts_only_what_it_can_read() {
+        let beta = "cinder.openstack.c5c3.io/v1beta1";
+        let alpha = "cinder.openstack.c5c3.io/v1alpha1";
+        assert_eq!(verdict(&versions(&["v1beta1"]), None), "clean");
+        assert_eq!(
+            verdict(&versions(&["v1beta1"]), Some(&counts(&[(beta, 3)]))),
+            "clean"
+        );
+        assert!(
+            verdict(
+                &versions(&["v1beta1"]),
+                Some(&counts(&[(beta, 3), (alpha, 1)]))
+            )
+            .starts_with("objects stored in an older version")
+        );
+        assert!(
+            verdict(
+                &versions(&["v1alpha1", "v1beta1"]),
+                Some(&counts(&[(beta, 3)]))
+            )
+            .starts_with("storedVersions lists older versions")
+        );
+        let encrypted = verdict(
+            &versions(&["v1beta1"]),
+            Some(&counts(&[(beta, 1), (ENCRYPTED, 2)])),
+        );
+        assert!(
+            encrypted.starts_with("clean as far as the API server knows; 2 objects"),
+            "{encrypted}"
+        );
     }
 }
