@@ -43,7 +43,11 @@ pub enum Pin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Run a Job on the target image; the phase ends when it succeeds.
-    Job(JobTemplate),
+    Job {
+        template: JobTemplate,
+        /// DatabaseReady's reason and Warning event when it fails permanently.
+        failed_reason: &'static str,
+    },
     /// Roll every workload, in roll order, onto the target image, each gated on
     /// its complete rollout before the next starts.
     Roll { pin: Pin },
@@ -58,8 +62,6 @@ pub struct Phase {
     pub in_progress_reason: &'static str,
     /// Normal event when the phase completes (e.g. `ExpandComplete`).
     pub complete_event: Option<&'static str>,
-    /// DatabaseReady's reason and Warning event when its Job fails permanently.
-    pub failed_reason: &'static str,
     pub step: Step,
     /// Whether reverting to the installed release still aborts cleanly once this
     /// phase has started (false from the point of no return on).
@@ -126,7 +128,7 @@ impl Profile {
         self.phases
             .iter()
             .filter_map(|p| match &p.step {
-                Step::Job(job) => Some(job.suffix),
+                Step::Job { template: job, .. } => Some(job.suffix),
                 Step::Roll { .. } => None,
             })
             .collect()

@@ -125,7 +125,7 @@ pub fn all_rolled_out(obs: &Observed) -> bool {
 /// warnings, never failures.
 pub fn check_report(profile: &Profile, obs: &Observed) -> Option<CheckReport> {
     profile.phases.iter().find_map(|phase| {
-        let Step::Job(job) = &phase.step else { return None };
+        let Step::Job { template: job, .. } = &phase.step else { return None };
         if !job.reports_check {
             return None;
         }

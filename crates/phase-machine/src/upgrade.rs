@@ -43,7 +43,7 @@ fn delete_stale_phase_jobs(profile: &Profile, obs: &Observed, image: &str) -> Ve
         .phases
         .iter()
         .filter_map(|p| match &p.step {
-            Step::Job(t) => Some(t),
+            Step::Job { template: t, .. } => Some(t),
             Step::Roll { .. } => None,
         })
         .filter(|t| {
@@ -232,11 +232,14 @@ fn advance(
             .rev()
             .find_map(|p| match p.step {
                 Step::Roll { pin } => Some(roll_params(&image_ref, installed, pin)),
-                Step::Job(_) => None,
+                Step::Job { .. } => None,
             });
     while let Some(phase) = profile.phases.get(index) {
         match &phase.step {
-            Step::Job(template) => {
+            Step::Job {
+                template,
+                failed_reason,
+            } => {
                 let spec_hash = job_spec_hash(&image_ref, &template.command, "");
                 jobs.push(JobAction::Ensure {
                     suffix: template.suffix.to_string(),
@@ -267,7 +270,7 @@ fn advance(
                         let special = template.exit_reason(exit_code);
                         let (why, explanation) = match special {
                             Some(r) => (r.reason, format!("{}; ", r.explanation)),
-                            None => (phase.failed_reason, String::new()),
+                            None => (*failed_reason, String::new()),
                         };
                         let text = format!(
                             "{span}: {}-{} failed in {} ({message}); {explanation}fix the cause, then delete the Job or change the image to retry",

@@ -34,7 +34,6 @@ pub mod reason {
     pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
     pub const ROLLOUT_STALLED: &str = "RolloutStalled";
     pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
-    pub const UPGRADE_IN_PROGRESS: &str = "UpgradeInProgress";
     // Ready.
     pub const READY: &str = "Ready";
     pub const NOT_READY: &str = "NotReady";

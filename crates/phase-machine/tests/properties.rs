@@ -76,7 +76,7 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
                 .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
             && now.installed_release == before.spec.release;
         let last_job = profile.phases.last().and_then(|p| match &p.step {
-            Step::Job(j) => Some(j.suffix),
+            Step::Job { template: j, .. } => Some(j.suffix),
             Step::Roll { .. } => None,
         });
         let contracted = !was.phase.is_empty()
@@ -103,7 +103,7 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
     {
         prop_assert!(to >= from, "phase went back {} → {}", was.phase, now.phase);
         for passed in &profile.phases[from..to] {
-            if let Step::Job(j) = &passed.step {
+            if let Step::Job { template: j, .. } = &passed.step {
                 prop_assert!(
                     before
                         .jobs

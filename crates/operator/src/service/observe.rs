@@ -208,7 +208,7 @@ fn needs_pod_details(
 ) -> bool {
     let template = std::iter::once(&profile.db_sync)
         .chain(profile.phases.iter().filter_map(|p| match &p.step {
-            Step::Job(t) => Some(t),
+            Step::Job { template: t, .. } => Some(t),
             Step::Roll { .. } => None,
         }))
         .find(|t| t.suffix == suffix);

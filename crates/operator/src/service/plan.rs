@@ -134,7 +134,7 @@ pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
     let roll_order: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
     for phase in &profile.phases {
         match &phase.step {
-            Step::Job(job) => steps.push(format!(
+            Step::Job { template: job, .. } => steps.push(format!(
                 "{}: Job {name}-{} runs `{}` on the {target} image",
                 phase.name,
                 job.suffix,

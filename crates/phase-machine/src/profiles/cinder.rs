@@ -50,8 +50,10 @@ pub fn profile() -> Profile {
                 name: "Expanding",
                 in_progress_reason: "ExpandInProgress",
                 complete_event: Some("ExpandComplete"),
-                failed_reason: "ExpandFailed",
-                step: Step::Job(job("db-expand", manage(&["db", "sync"]))),
+                step: Step::Job {
+                    failed_reason: "ExpandFailed",
+                    template: job("db-expand", manage(&["db", "sync"])),
+                },
                 abortable: true,
                 abort_caution: None,
             },
@@ -59,11 +61,13 @@ pub fn profile() -> Profile {
                 name: "Migrating",
                 in_progress_reason: "MigrateInProgress",
                 complete_event: Some("MigrateComplete"),
-                failed_reason: "MigrateFailed",
-                step: Step::Job(JobTemplate {
-                    reports_check: true,
-                    ..job("db-migrate", upgrade_check_command())
-                }),
+                step: Step::Job {
+                    failed_reason: "MigrateFailed",
+                    template: JobTemplate {
+                        reports_check: true,
+                        ..job("db-migrate", upgrade_check_command())
+                    },
+                },
                 abortable: true,
                 abort_caution: None,
             },
@@ -71,7 +75,6 @@ pub fn profile() -> Profile {
                 name: "RollingUpdate",
                 in_progress_reason: "UpgradeRollingUpdate",
                 complete_event: Some("DeploymentRolloutComplete"),
-                failed_reason: "RollingUpdateFailed",
                 step: Step::Roll { pin: Pin::None },
                 abortable: true,
                 abort_caution: None,
@@ -80,13 +83,12 @@ pub fn profile() -> Profile {
                 name: "Contracting",
                 in_progress_reason: "ContractInProgress",
                 complete_event: None,
-                failed_reason: "ContractFailed",
                 // The seed: the operator clears the upgrade state from any phase;
                 // the CLI refuses a Contracting abort unless forced.
-                step: Step::Job(job(
-                    "db-contract",
-                    manage(&["db", "online_data_migrations"]),
-                )),
+                step: Step::Job {
+                    failed_reason: "ContractFailed",
+                    template: job("db-contract", manage(&["db", "online_data_migrations"])),
+                },
                 abortable: true,
                 abort_caution: Some(
                     "its online data migrations may already have rewritten rows for the target release",

@@ -56,8 +56,10 @@ pub fn profile() -> Profile {
                 name: "DatabaseUpgrade",
                 in_progress_reason: "DBUpgradeInProgress",
                 complete_event: Some("DBUpgradeComplete"),
-                failed_reason: "DBUpgradeFailed",
-                step: Step::Job(schema_upgrade("db-upgrade")),
+                step: Step::Job {
+                    failed_reason: "DBUpgradeFailed",
+                    template: schema_upgrade("db-upgrade"),
+                },
                 abortable: true,
                 abort_caution: None,
             },
@@ -65,13 +67,15 @@ pub fn profile() -> Profile {
                 name: "UpgradeCheck",
                 in_progress_reason: "UpgradeCheckInProgress",
                 complete_event: Some("UpgradeCheckComplete"),
-                failed_reason: "UpgradeCheckFailed",
-                step: Step::Job(JobTemplate {
-                    suffix: "upgrade-check",
-                    command: upgrade_check_command(),
-                    reports_check: true,
-                    ..JobTemplate::default()
-                }),
+                step: Step::Job {
+                    failed_reason: "UpgradeCheckFailed",
+                    template: JobTemplate {
+                        suffix: "upgrade-check",
+                        command: upgrade_check_command(),
+                        reports_check: true,
+                        ..JobTemplate::default()
+                    },
+                },
                 abortable: true,
                 abort_caution: None,
             },
@@ -79,7 +83,6 @@ pub fn profile() -> Profile {
                 name: "PinnedRoll",
                 in_progress_reason: "PinnedRollInProgress",
                 complete_event: Some("PinnedRollComplete"),
-                failed_reason: "PinnedRollFailed",
                 step: Step::Roll {
                     pin: Pin::Installed,
                 },
@@ -90,7 +93,6 @@ pub fn profile() -> Profile {
                 name: "Unpinning",
                 in_progress_reason: "UnpinInProgress",
                 complete_event: Some("UnpinComplete"),
-                failed_reason: "UnpinFailed",
                 step: Step::Roll { pin: Pin::None },
                 abortable: false,
                 abort_caution: None,
@@ -99,28 +101,30 @@ pub fn profile() -> Profile {
                 name: "OnlineMigrations",
                 in_progress_reason: "OnlineMigrationsInProgress",
                 complete_event: None,
-                failed_reason: "OnlineMigrationsFailed",
                 // Exit 1 means "some progress, run again": the Job controller
                 // re-runs it, bounded by the backoff limit. 2 and 127 are final.
-                step: Step::Job(JobTemplate {
-                    suffix: "online-migrations",
-                    command: dbsync(&["online_data_migrations"]),
-                    fail_fast_exit_codes: vec![2, 127],
-                    backoff_limit: Some(10),
-                    exit_reasons: vec![
-                        ExitReason {
-                            exit_code: 2,
-                            reason: "DatabaseNotCompatible",
-                            explanation: "ironic-dbsync online_data_migrations exited 2: the database is not compatible with this release",
-                        },
-                        ExitReason {
-                            exit_code: 127,
-                            reason: "InvalidMigrationInput",
-                            explanation: "ironic-dbsync online_data_migrations exited 127: invalid input",
-                        },
-                    ],
-                    ..JobTemplate::default()
-                }),
+                step: Step::Job {
+                    failed_reason: "OnlineMigrationsFailed",
+                    template: JobTemplate {
+                        suffix: "online-migrations",
+                        command: dbsync(&["online_data_migrations"]),
+                        fail_fast_exit_codes: vec![2, 127],
+                        backoff_limit: Some(10),
+                        exit_reasons: vec![
+                            ExitReason {
+                                exit_code: 2,
+                                reason: "DatabaseNotCompatible",
+                                explanation: "ironic-dbsync online_data_migrations exited 2: the database is not compatible with this release",
+                            },
+                            ExitReason {
+                                exit_code: 127,
+                                reason: "InvalidMigrationInput",
+                                explanation: "ironic-dbsync online_data_migrations exited 127: invalid input",
+                            },
+                        ],
+                        ..JobTemplate::default()
+                    },
+                },
                 abortable: false,
                 abort_caution: None,
             },
