@@ -301,10 +301,15 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
         pinned_template(conductors.spec.as_ref().map(|s| &s.template)).is_none(),
         "a fresh install runs unpinned"
     );
-    // Online migrations report "more to do" twice, then finish.
+    // Online migrations report "more to do" twice, then finish; the upgrade
+    // check warns (exit 1), which the wrapper lets pass.
     h.env.scenarios().add(
         PodSelector::workload(h.name(), "i-online-migrations"),
         Behaviour::fail_times(2, 1, "migrated a batch; more to do"),
+    );
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "i-upgrade-check"),
+        Behaviour::succeed_with_message("ironic-status upgrade check exit 1"),
     );
     let pods = PodRecorder::start(h.api::<Pod>()).await?;
     let pinned_seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -375,6 +380,10 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
         "unpinned APIs started before every unpinned conductor was ready: {events:?}"
     );
     ensure!(pinned_conductors.one_at_a_time() && conductors.one_at_a_time());
+    ensure!(
+        pinned_apis.one_at_a_time() && apis.one_at_a_time(),
+        "APIs one at a time too: {events:?}"
+    );
 
     // The pin was in force during the pinned roll only.
     let seen = pinned_seen
@@ -439,7 +448,8 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
     let position = |r: &str| reasons.iter().position(|x| x == r);
     ensure!(
         position("UpgradeInitiated") < position("DBUpgradeComplete")
-            && position("DBUpgradeComplete") < position("PinnedRollComplete")
+            && position("DBUpgradeComplete") < position("UpgradeCheckComplete")
+            && position("UpgradeCheckComplete") < position("PinnedRollComplete")
             && position("PinnedRollComplete") < position("UnpinComplete")
             && position("UnpinComplete") < position("UpgradeComplete")
             && position("UpgradeInitiated").is_some(),
@@ -447,8 +457,24 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
     );
     // The shared metrics, labelled with the service.
     let metrics = h.scrape().await?;
+    // The check's warning, reported once, as a Warning.
+    let events = h.events_for("i").await?;
+    let reports: Vec<(Option<&str>, Option<&str>)> = events
+        .iter()
+        .filter(|e| {
+            e.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("UpgradeCheck") && r != "UpgradeCheckComplete")
+        })
+        .map(|e| (e.reason.as_deref(), e.type_.as_deref()))
+        .collect();
+    ensure!(
+        reports == [(Some("UpgradeCheckWarnings"), Some("Warning"))],
+        "{reports:?}"
+    );
     for phase in [
         "DatabaseUpgrade",
+        "UpgradeCheck",
         "PinnedRoll",
         "Unpinning",
         "OnlineMigrations",
@@ -482,6 +508,44 @@ async fn online_migrations_exit_2_fails_because_the_database_is_not_compatible()
     // Exit 2 is final: one pod, no retries.
     let job: Job = h.api::<Job>().get("i-online-migrations").await?;
     ensure!(job.status.and_then(|s| s.failed) == Some(1));
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_check_that_errors_fails_the_phase_before_any_pin() -> Result<()> {
+    let h = Harness::start("ironic-check-255").await?;
+    create(&h, "2026.1", 2).await?;
+    wait_settled(&h, "2026.1").await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "i-upgrade-check"),
+        Behaviour::always_exit(255, "ironic-status upgrade check exit 255"),
+    );
+    set_release(&h, "2026.2").await?;
+    let failed = wait_database(&h, "UpgradeCheckFailed").await?;
+    let status = failed.status.context("status")?;
+    ensure!(status.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
+    ensure!(status.installed_release == "2026.1" && status.pinned_release.is_empty());
+    let failures: Vec<Option<String>> = h
+        .events_for("i")
+        .await?
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("UpgradeCheckFailed"))
+        .map(|e| e.type_)
+        .collect();
+    ensure!(failures == [Some("Warning".to_string())], "{failures:?}");
+    // Nothing rolled: the conductors still run the installed release, unpinned.
+    let conductors: StatefulSet = h.api::<StatefulSet>().get("i-conductor").await?;
+    let template = conductors.spec.as_ref().map(|s| &s.template);
+    ensure!(pinned_template(template).is_none());
+    let image = template
+        .and_then(|t| t.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone());
+    ensure!(
+        image.as_deref() == Some(&format!("{REPO}:2026.1")[..]),
+        "{image:?}"
+    );
     h.finish().await;
     Ok(())
 }

@@ -1,8 +1,6 @@
-//! `ironic.openstack.c5c3.io/v1alpha1`, kind `Ironic`.
-//!
-//! The resource only: its controller (conductors as a StatefulSet, the pinned
-//! roll through `[DEFAULT] pin_release_version`) is the next step of the Ironic
-//! issue; the phase machine already carries Ironic's profile.
+//! `ironic.openstack.c5c3.io/v1alpha1`, kind `Ironic`: the resource; its
+//! controller is `crates/operator/src/ironic`, its upgrade flow the Ironic
+//! profile of the phase machine.
 
 use std::collections::BTreeMap;
 
