@@ -328,6 +328,10 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
     for reason in sequence {
         let at = event_index(&events, reason).with_context(|| format!("no {reason} event"))?;
         ensure!(last.is_none_or(|l| at > l), "{reason} out of order");
+        ensure!(
+            events[at].type_.as_deref() == Some("Normal"),
+            "{reason} is Normal"
+        );
         last = Some(at);
     }
     let in_progress = events
@@ -481,13 +485,11 @@ async fn phase_job_fails(suffix: &str, reason: &str) -> Result<()> {
     )
     .await?;
     h.wait_event("c", reason).await?;
-    let warnings = h
-        .event_reasons("c")
-        .await?
-        .into_iter()
-        .filter(|r| r == reason)
-        .count();
-    ensure!(warnings == 1, "{warnings} {reason} events");
+    let types = h.event_types("c", reason).await?;
+    ensure!(
+        types == ["Warning"],
+        "one Warning {reason}, not one per retry: {types:?}"
+    );
 
     // Recovery: fix the cause, delete the failed Job; the phase resumes.
     h.env.scenarios().remove(rule);
@@ -525,6 +527,9 @@ async fn skip_level_is_refused_with_a_reason() -> Result<()> {
             .is_some_and(|s| s.upgrade_phase == CinderUpgradePhase::None)
     );
     ensure!(h.api::<Job>().get_opt("c-db-expand").await?.is_none());
+    h.wait_event("c", "UpgradePathInvalid").await?;
+    let types = h.event_types("c", "UpgradePathInvalid").await?;
+    ensure!(types == ["Warning"], "{types:?}");
     h.finish().await;
     Ok(())
 }
@@ -613,6 +618,14 @@ async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
     };
     bump(&h, "2026.2").await?;
     wait_phase(&h, phase).await?;
+    if phase != CinderUpgradePhase::RollingUpdate {
+        // The schema phases run while every service stays on the installed release (C4).
+        let images = deployment_images(&h).await?;
+        ensure!(
+            images.iter().all(|(_, i)| *i == format!("{REPO}:2026.1")),
+            "a workload moved during {phase:?}: {images:?}"
+        );
+    }
     if phase == CinderUpgradePhase::RollingUpdate {
         until(
             &h.api::<Cinder>(),
@@ -633,25 +646,31 @@ async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
         until_deleted(&jobs, name, TIMEOUT).await?;
     }
     wait_installed(&h, "2026.1").await?;
-    ensure!(
-        h.event_reasons("c")
-            .await?
-            .iter()
-            .any(|r| r == "UpgradeAborted")
-    );
-    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
-        let image = d
-            .spec
-            .and_then(|s| s.template.spec)
-            .and_then(|p| p.containers.first().and_then(|c| c.image.clone()));
-        ensure!(
-            image.as_deref() == Some(&*format!("{REPO}:2026.1")),
-            "{:?} still on {image:?}",
-            d.metadata.name
-        );
+    let types = h.event_types("c", "UpgradeAborted").await?;
+    ensure!(types == ["Normal"], "{types:?}");
+    for (name, image) in deployment_images(&h).await? {
+        ensure!(image == format!("{REPO}:2026.1"), "{name} still on {image}");
     }
     h.finish().await;
     Ok(())
+}
+
+/// Each Deployment's name and its pod template's image.
+async fn deployment_images(h: &Harness) -> Result<Vec<(String, String)>> {
+    Ok(h.api::<Deployment>()
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|d| {
+            let image = d
+                .spec
+                .and_then(|s| s.template.spec)
+                .and_then(|p| p.containers.first().and_then(|c| c.image.clone()))
+                .unwrap_or_default();
+            (d.metadata.name.unwrap_or_default(), image)
+        })
+        .collect())
 }
 
 #[tokio::test]

@@ -265,10 +265,39 @@ fn validation_refuses_skip_level_downgrade_and_garbage() {
         let mut w = World::install("2026.1");
         w.set_release(target);
         let d = w.settle().clone();
-        assert_eq!(w.database().1, reason, "{target}");
+        let (_, why, message) = w.database();
+        assert_eq!(why, reason, "{target}");
+        assert!(
+            message.contains("2026.1") && message.contains(target),
+            "the message carries source and target (C11): {message}"
+        );
+        assert_eq!(w.event_kinds(reason), [EventType::Warning], "{target}");
         assert_eq!(d.status.phase, "");
         assert!(d.jobs.is_empty());
         assert_eq!(w.obs.status.installed_release, "2026.1");
+    }
+}
+
+#[test]
+fn unreadable_stored_releases_block_with_a_reason() {
+    for (installed, target, field) in [
+        ("2026.x", "2026.2", "status.installedRelease"),
+        ("2026.1", "garbage", "status.targetRelease"),
+    ] {
+        let mut w = World::install("2026.1");
+        w.scripts.insert("db-expand".into(), Script::Hang);
+        w.set_release("2026.2");
+        w.settle();
+        assert_eq!(w.obs.status.phase, "Expanding");
+        w.obs.status.installed_release = installed.into();
+        w.obs.status.target_release = target.into();
+        let d = w.step();
+        let (ready, why, message) = w.database();
+        assert!(!ready);
+        assert_eq!(why, "VersionParseError");
+        assert!(message.starts_with(field), "{message}");
+        assert!(d.jobs.is_empty(), "nothing runs on an unreadable release");
+        assert_eq!(w.event_kinds("VersionParseError"), [EventType::Warning]);
     }
 }
 
@@ -283,6 +312,7 @@ fn changed_target_holds_then_continues_or_aborts() {
         w.set_release("2027.1");
         let held = w.settle().clone();
         assert_eq!(w.database().1, "UpgradeTargetChanged");
+        assert_eq!(w.event_kinds("UpgradeTargetChanged"), [EventType::Warning]);
         assert!(held.jobs.is_empty(), "a held upgrade creates no Job");
         assert_eq!(
             held.status.phase, "Expanding",

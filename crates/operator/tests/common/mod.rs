@@ -188,6 +188,17 @@ impl Harness {
         Ok(())
     }
 
+    /// The type (Normal, Warning) of each event about `name` with `reason`.
+    pub async fn event_types(&self, name: &str, reason: &str) -> Result<Vec<String>> {
+        Ok(self
+            .events_for(name)
+            .await?
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.type_)
+            .collect())
+    }
+
     pub async fn event_reasons(&self, name: &str) -> Result<Vec<String>> {
         Ok(self
             .events_for(name)

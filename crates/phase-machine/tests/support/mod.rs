@@ -269,6 +269,20 @@ impl World {
             .collect()
     }
 
+    /// The type of every event with `reason` so far, in order.
+    pub fn event_kinds(&self, reason: &str) -> Vec<EventType> {
+        self.history
+            .iter()
+            .flat_map(|d| {
+                d.events
+                    .iter()
+                    .chain(d.check_report.as_ref().map(|r| &r.event))
+            })
+            .filter(|e| e.reason == reason)
+            .map(|e| e.kind)
+            .collect()
+    }
+
     pub fn phases(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for d in &self.history {
