@@ -313,30 +313,33 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     // Migrated in small pages while etcd compacts under the listing (the
     // continue token expires; the migration lists again).
     let compacting = etcd.clone();
-    let compactions = Arc::new(Mutex::new(0u32));
-    let counter = compactions.clone();
+    // The compaction's outcome, once it ran.
+    let compaction: Arc<Mutex<Option<Result<i64, String>>>> = Arc::new(Mutex::new(None));
+    let outcome = compaction.clone();
     let handle = tokio::runtime::Handle::current();
     let options = MigrationOptions {
         page_size: 100,
         concurrency: 4,
         max_restarts: 5,
         on_page: Some(Box::new(move |rewritten| {
-            let mut done = counter.lock().unwrap_or_else(|p| p.into_inner());
-            if rewritten >= 200 && *done == 0 {
-                *done += 1;
+            let mut done = outcome.lock().unwrap_or_else(|p| p.into_inner());
+            if rewritten >= 200 && done.is_none() {
                 let etcd = compacting.clone();
                 // The callback is synchronous; compaction must finish before
                 // the next page is requested.
                 let compacted = tokio::task::block_in_place(|| {
                     handle.block_on(async move { etcd.compact().await })
                 });
-                if let Err(e) = compacted {
-                    tracing::warn!(error = %e, "compaction failed");
-                }
+                *done = Some(compacted.map_err(|e| e.to_string()));
             }
         })),
     };
     let migration = storage::migrate_recorded(&client, &crds.get(CRD).await?, options).await?;
+    let compacted = compaction.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    ensure!(
+        matches!(compacted, Some(Ok(_))),
+        "etcd compacted under the listing: {compacted:?}"
+    );
     ensure!(migration.pruned, "{migration:?}");
     let (status, reason, message) = migration_condition(&client).await?;
     ensure!(

@@ -197,9 +197,29 @@ impl EtcdClient {
         }
     }
 
-    /// Compacts etcd's history up to its current revision, as the API server
-    /// does periodically: list continue tokens older than that expire (410).
+    /// Compacts etcd's history, as the API server does periodically: every
+    /// list continue token issued before this call expires (410). A scratch
+    /// key is written first, so the compacted revision is newer than any
+    /// revision a token names even when nothing else was written since (a
+    /// no-op update does not reach etcd); compacting at a token's own revision
+    /// would leave it readable.
     pub async fn compact(&self) -> Result<i64> {
+        let put = self
+            .http
+            .post(format!("{}/v3/kv/put", self.base_url))
+            .json(&serde_json::json!({
+                "key": B64.encode("/ratchet-testenv/compaction"),
+                "value": B64.encode("tick"),
+            }))
+            .send()
+            .await
+            .map_err(|e| TestEnvError::Etcd(e.to_string()))?;
+        if !put.status().is_success() {
+            return Err(TestEnvError::Etcd(format!(
+                "writing the compaction key returned {}",
+                put.status()
+            )));
+        }
         let resp = self
             .range(serde_json::json!({ "key": B64.encode("/"), "limit": 1 }))
             .await?;
