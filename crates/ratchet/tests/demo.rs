@@ -1,6 +1,7 @@
 //! The README's main command, end to end: a local cluster, the operator, an
-//! install and an upgrade (and a failing upgrade that is aborted), judged by the
-//! demo's final verdict.
+//! install and an upgrade (a failing Cinder upgrade that is aborted; an Ironic
+//! upgrade failing past the point of no return, fixed and retried), judged by
+//! the demo's final verdict.
 
 use std::process::Command;
 
@@ -39,9 +40,32 @@ fn demo_upgrades_one_release_forward() {
 
 #[test]
 fn demo_shows_a_failed_phase_and_its_abort() {
-    let out = demo(&["--release", "2026.2", "--inject", "fail-migrate"]);
+    let out = demo(&["--release", "2026.2", "--inject", "fail-check"]);
     assert!(
         out.contains("VERDICT: upgrade 2026.2 → 2027.1 FAILED in Migrating (MigrateFailed); aborted back to 2026.2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn demo_upgrades_an_ironic_and_recovers_forward_past_the_point_of_no_return() {
+    let out = demo(&["--service", "ironic", "--inject", "fail-data-migrations"]);
+    assert!(out.contains("Ironic is Ready at release 2026.1"), "{out}");
+    for line in [
+        "phase: DatabaseUpgrade",
+        "phase: UpgradeCheck",
+        "phase: PinnedRoll",
+        "new pods pinned to 2026.1 (pin_release_version)",
+        "pin removed: new pods run unpinned",
+        "phase: Unpinning",
+        "phase: OnlineMigrations",
+        "OnlineMigrations is past the point of no return: no abort.",
+        "Deleted the failed Job ironic-online-migrations.",
+    ] {
+        assert!(out.contains(line), "no {line:?} in\n{out}");
+    }
+    assert!(
+        out.contains("VERDICT: upgrade 2026.1 → 2026.2 FAILED in OnlineMigrations (DatabaseNotCompatible); retried after the fix and completed"),
         "{out}"
     );
 }

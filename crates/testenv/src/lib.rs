@@ -21,5 +21,5 @@ pub use binaries::KubeBinaries;
 pub use cluster::{ClusterOptions, EtcdClientFiles, LocalCluster, StartupTimings};
 pub use error::{Result, TestEnvError};
 pub use etcd::{EtcdClient, EtcdTls, StoredObject};
-pub use kubelet::{Behaviour, Exit, KubeletOptions, PodSelector, Scenarios, SimKubelet};
+pub use kubelet::{Behaviour, Exit, KubeletOptions, PodSelector, RuleId, Scenarios, SimKubelet};
 pub use shared::{TestEnv, TestNamespace};

@@ -1,8 +1,10 @@
 //! `ratchet demo`: Ratchet on its own local control plane, built and started on
-//! this machine with nothing but Go and Rust. It installs a Cinder, upgrades it
-//! one release forward with live progress (optionally with an injected failure,
-//! which it then aborts), and ends with a timeline and a verdict.
+//! this machine with nothing but Go and Rust. It installs a Cinder (or an
+//! Ironic), upgrades it one release forward with live progress (optionally with
+//! an injected failure, which it then aborts, or recovers from when the failed
+//! phase is past the point of no return), and ends with a timeline and a verdict.
 
+mod subject;
 mod timeline;
 
 use std::time::{Duration, Instant};
@@ -12,15 +14,16 @@ use clap::Args;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_release::Release;
 use ratchet_testenv::{
-    Behaviour, ClusterOptions, KubeletOptions, LocalCluster, PodSelector, Scenarios, SimKubelet,
+    Behaviour, ClusterOptions, KubeletOptions, LocalCluster, PodSelector, RuleId, Scenarios,
+    SimKubelet,
 };
+use subject::{Service, condition, observed_current, status_text};
 
 mod upgrade;
 
@@ -29,18 +32,28 @@ const NAMESPACE: &str = "demo";
 /// A failure to inject into the upgrade.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Inject {
-    /// The expand Job fails every attempt.
-    FailExpand,
-    /// The migrate Job (the upgrade check wrapper) fails with an unexpected code.
-    FailMigrate,
-    /// The contract Job fails every attempt.
-    FailContract,
-    /// New backup pods never become ready: the roll stalls.
+    /// The schema Job fails every attempt (Cinder's expand, Ironic's
+    /// `ironic-dbsync upgrade`).
+    #[value(alias = "fail-expand")]
+    FailSchema,
+    /// The upgrade check exits with an unexpected code (Cinder's migrate Job,
+    /// Ironic's upgrade-check Job).
+    #[value(alias = "fail-migrate")]
+    FailCheck,
+    /// The data migrations fail every attempt (Cinder's contract, Ironic's
+    /// online data migrations, which are past the point of no return).
+    #[value(alias = "fail-contract")]
+    FailDataMigrations,
+    /// New pods of one workload never become ready (Cinder's backup, Ironic's
+    /// conductors): the roll stalls.
     StuckRollout,
 }
 
 #[derive(Args)]
 pub struct DemoArgs {
+    /// The OpenStack service to install and upgrade.
+    #[arg(long, value_enum, default_value = "cinder")]
+    service: Service,
     /// OpenStack release to install.
     #[arg(long, default_value = "2026.1")]
     release: String,
@@ -50,7 +63,7 @@ pub struct DemoArgs {
     /// Inject a failure into the upgrade; the demo then aborts it.
     #[arg(long, value_enum)]
     inject: Option<Inject>,
-    /// Number of volume back ends.
+    /// Number of volume back ends (Cinder).
     #[arg(long, default_value_t = 1)]
     backends: usize,
     /// Delay before a simulated pod becomes Ready, in milliseconds.
@@ -137,33 +150,31 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         )
         .await?;
     ratchet_operator::install::ensure_example_secrets(&client, NAMESPACE).await?;
-    let backends: Vec<String> = (1..=args.backends).map(|i| format!("backend{i}")).collect();
-    let backend_refs: Vec<&str> = backends.iter().map(String::as_str).collect();
-    let manifest = ratchet_api::cinder::example_manifest(
-        "cinder",
-        &args.release,
-        "registry.invalid/openstack/cinder",
-        &args.release,
-        &backend_refs,
-    );
-    let mut manifest = manifest;
+    let service = args.service;
+    let mut manifest = service.manifest(&args.release, args.backends);
     if args.inject == Some(Inject::StuckRollout) {
         // A short progress deadline so the stall is reported within the demo.
         manifest["spec"]["rolloutDeadlineSeconds"] = serde_json::json!(10);
     }
-    let cinder: Cinder = serde_json::from_value(manifest)?;
-    let cinders: Api<Cinder> = Api::namespaced(client.clone(), NAMESPACE);
+    let object: DynamicObject = serde_json::from_value(manifest)?;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), NAMESPACE, &service.resource());
     let started = Instant::now();
-    cinders
-        .create(&PostParams::default(), &cinder)
+    api.create(&PostParams::default(), &object)
         .await
-        .context("creating the demo Cinder")?;
+        .with_context(|| format!("creating the demo {}", service.kind()))?;
+    let shape = match service {
+        Service::Cinder => format!("{} back end(s)", args.backends),
+        Service::Ironic => "2 APIs and 2 conductors".to_string(),
+    };
     println!(
-        "Created Cinder {NAMESPACE}/cinder at {} with {} back end(s).",
-        args.release, args.backends
+        "Created {} {NAMESPACE}/{} at {} with {shape}.",
+        service.kind(),
+        service.name(),
+        args.release
     );
 
-    follow_until_ready(&cinders, "cinder", started).await?;
+    follow_until_ready(service, &api, started).await?;
 
     let from: Release = args.release.parse()?;
     let to = match args.to.as_deref() {
@@ -174,17 +185,21 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let verdict = match to {
         Some(to) => {
             let scenarios = kubelet.scenarios();
-            inject_failure(scenarios, args.inject, &to);
-            upgrade::run(&client, &cinders, from, to).await?
+            let injected = args
+                .inject
+                .map(|inject| inject_failure(scenarios, service, inject, &to));
+            let injected = injected.map(|rule| (scenarios, rule));
+            upgrade::run(&client, service, &api, from, to, injected).await?
         }
         None => format!("VERDICT: installed {from}; no upgrade requested."),
     };
     println!("{verdict}");
     println!("  kubeconfig:  {}", cluster.kubeconfig_path().display());
     println!(
-        "  try:         {} --kubeconfig {} -n {NAMESPACE} get cinders,deployments,jobs",
+        "  try:         {} --kubeconfig {} -n {NAMESPACE} get {}s,deployments,statefulsets,jobs",
         cluster.binaries().kubectl().display(),
-        cluster.kubeconfig_path().display()
+        cluster.kubeconfig_path().display(),
+        service.name()
     );
     if args.exit_when_done {
         operator.stop().await;
@@ -200,9 +215,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints every change of the Cinder's conditions until it is Ready.
-async fn follow_until_ready(api: &Api<Cinder>, name: &str, started: Instant) -> anyhow::Result<()> {
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+/// Prints every change of the resource's conditions until it is Ready.
+async fn follow_until_ready(
+    service: Service,
+    api: &Api<DynamicObject>,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", service.name()));
     let mut stream = watcher::watcher(api.clone(), config)
         .applied_objects()
         .boxed();
@@ -211,31 +230,36 @@ async fn follow_until_ready(api: &Api<Cinder>, name: &str, started: Instant) -> 
     loop {
         let next = tokio::time::timeout(deadline.saturating_sub(started.elapsed()), stream.next())
             .await
-            .context("the Cinder did not become Ready in time")?;
-        let Some(cinder) = next.transpose()? else {
+            .with_context(|| format!("the {} did not become Ready in time", service.kind()))?;
+        let Some(object) = next.transpose()? else {
             bail!("the watch ended");
         };
-        let Some(status) = cinder.status.as_ref() else {
+        let line = [
+            "DatabaseReady",
+            "DeploymentsReady",
+            "HighlyAvailable",
+            "Ready",
+        ]
+        .into_iter()
+        .filter_map(|kind| {
+            condition(&object, kind)
+                .map(|(status, reason, _)| format!("{kind}={status} ({reason})"))
+        })
+        .collect::<Vec<_>>()
+        .join("  ");
+        if line.is_empty() {
             continue;
-        };
-        let line = status
-            .conditions
-            .iter()
-            .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason))
-            .collect::<Vec<_>>()
-            .join("  ");
+        }
         if line != last {
             println!("  [{:>5.1}s] {line}", started.elapsed().as_secs_f64());
             last = line;
         }
-        let ready = status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        if ready && status.observed_generation == cinder.metadata.generation {
+        let ready = condition(&object, "Ready").is_some_and(|(status, _, _)| status == "True");
+        if ready && observed_current(&object) {
             println!(
-                "Cinder is Ready at release {} after {:.1}s.",
-                status.installed_release,
+                "{} is Ready at release {} after {:.1}s.",
+                service.kind(),
+                status_text(&object, "installedRelease"),
                 started.elapsed().as_secs_f64()
             );
             return Ok(());
@@ -244,30 +268,28 @@ async fn follow_until_ready(api: &Api<Cinder>, name: &str, started: Instant) -> 
 }
 
 /// Sets the simulated kubelet up to make the chosen part of the upgrade fail.
-fn inject_failure(scenarios: &Scenarios, inject: Option<Inject>, to: &Release) {
-    let rule = |workload: &str, behaviour: Behaviour| {
-        scenarios.add(PodSelector::workload(NAMESPACE, workload), behaviour);
-    };
-    match inject {
-        None => {}
-        Some(Inject::FailExpand) => rule(
-            "cinder-db-expand",
+fn inject_failure(scenarios: &Scenarios, service: Service, inject: Inject, to: &Release) -> RuleId {
+    let workload = service.injected_into(inject);
+    let (selector, behaviour) = match inject {
+        Inject::FailSchema => (
+            PodSelector::workload(NAMESPACE, &workload),
             Behaviour::always_exit(1, "OperationalError: simulated failure"),
         ),
-        Some(Inject::FailMigrate) => rule(
-            "cinder-db-migrate",
-            Behaviour::always_exit(255, "cinder-status upgrade check exit 255"),
+        Inject::FailCheck => (
+            PodSelector::workload(NAMESPACE, &workload),
+            Behaviour::always_exit(
+                255,
+                format!("{}-status upgrade check exit 255", service.name()),
+            ),
         ),
-        Some(Inject::FailContract) => rule(
-            "cinder-db-contract",
+        Inject::FailDataMigrations => (
+            PodSelector::workload(NAMESPACE, &workload),
             Behaviour::always_exit(2, "online data migrations errored"),
         ),
-        Some(Inject::StuckRollout) => {
-            scenarios.add(
-                PodSelector::workload(NAMESPACE, "cinder-backup")
-                    .with_image_containing(&format!(":{to}")),
-                Behaviour::hang(),
-            );
-        }
-    }
+        Inject::StuckRollout => (
+            PodSelector::workload(NAMESPACE, &workload).with_image_containing(&format!(":{to}")),
+            Behaviour::hang(),
+        ),
+    };
+    scenarios.add(selector, behaviour)
 }

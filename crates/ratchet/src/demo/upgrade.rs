@@ -1,5 +1,6 @@
 //! The demo's upgrade: patch release and image together, follow the phases,
-//! the rolling workload and the Jobs live, abort on failure, and sum up.
+//! the rolling workload, the pin and the Jobs live; on failure abort, or, past
+//! the point of no return, clear the cause and retry; and sum up.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -7,19 +8,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_release::Release;
+use ratchet_testenv::{RuleId, Scenarios};
 
 use super::NAMESPACE;
+use super::subject::{Service, condition, observed_current, status_text};
 use super::timeline::{render, spans};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
 enum Seen {
-    Cinder(Box<Cinder>),
+    Resource(Box<DynamicObject>),
     Job(Box<Job>),
 }
 
@@ -37,37 +39,28 @@ enum Ending {
 struct Follower {
     started: Instant,
     phases: Vec<(Duration, String)>,
+    service: Service,
+    /// A failure reported before this follow began (the phase being retried):
+    /// not an ending until DatabaseReady has moved on from it.
+    earlier_failure: Option<String>,
     last_line: String,
     rolling: String,
+    pin: String,
     /// Job UIDs already announced as running, and as finished.
     jobs_running: HashSet<String>,
     jobs_finished: HashSet<String>,
 }
 
-fn phase_of(c: &Cinder) -> String {
-    c.status
-        .as_ref()
-        .and_then(|s| serde_json::to_value(s.upgrade_phase).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn condition(c: &Cinder, kind: &str) -> Option<(String, String, String)> {
-    c.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|x| x.type_ == kind)
-        .map(|x| (x.status.clone(), x.reason.clone(), x.message.clone()))
-}
-
 impl Follower {
-    fn new() -> Follower {
+    fn new(service: Service) -> Follower {
         Follower {
+            service,
+            earlier_failure: None,
             started: Instant::now(),
             phases: Vec::new(),
             last_line: String::new(),
             rolling: String::new(),
+            pin: String::new(),
             jobs_running: HashSet::new(),
             jobs_finished: HashSet::new(),
         }
@@ -77,8 +70,9 @@ impl Follower {
         println!("  [{:>5.1}s] {text}", self.started.elapsed().as_secs_f64());
     }
 
-    fn on_cinder(&mut self, c: &Cinder, target: Release) -> Option<Ending> {
-        let phase = phase_of(c);
+    fn on_resource(&mut self, object: &DynamicObject, target: Release) -> Option<Ending> {
+        object.data.get("status")?;
+        let phase = status_text(object, "upgradePhase");
         if self.phases.last().is_none_or(|(_, p)| *p != phase) {
             self.phases.push((self.started.elapsed(), phase.clone()));
             let shown = if phase.is_empty() {
@@ -88,17 +82,26 @@ impl Follower {
             };
             self.say(&format!("phase: {shown}"));
         }
-        let status = c.status.as_ref()?;
-        if status.rolling_workload != self.rolling {
-            self.rolling = status.rolling_workload.clone();
+        let rolling = status_text(object, "rollingWorkload");
+        if rolling != self.rolling {
+            self.rolling = rolling;
             if !self.rolling.is_empty() {
                 self.say(&format!("rolling: {}", self.rolling));
             }
         }
+        let pin = status_text(object, "pinnedRelease");
+        if pin != self.pin {
+            match (pin.is_empty(), self.pin.is_empty()) {
+                (false, _) => self.say(&format!("new pods pinned to {pin} (pin_release_version)")),
+                (true, false) => self.say("pin removed: new pods run unpinned"),
+                (true, true) => {}
+            }
+            self.pin = pin;
+        }
         // A status written for an older generation describes the spec before our
         // last patch: print it, but decide nothing on it.
-        let current = status.observed_generation == c.metadata.generation;
-        let (db_status, db_reason, db_message) = condition(c, "DatabaseReady")?;
+        let current = observed_current(object);
+        let (db_status, db_reason, db_message) = condition(object, "DatabaseReady")?;
         let line = format!("DatabaseReady={db_status} ({db_reason})");
         if line != self.last_line {
             self.say(&line);
@@ -107,7 +110,11 @@ impl Follower {
         if !current {
             return None;
         }
-        if db_reason.ends_with("Failed") && db_status == "False" {
+        if self.earlier_failure.as_ref() == Some(&db_reason) {
+            return None;
+        }
+        self.earlier_failure = None;
+        if self.service.is_failure(&db_reason) && db_status == "False" {
             return Some(Ending::Failed {
                 phase,
                 reason: db_reason,
@@ -115,7 +122,7 @@ impl Follower {
             });
         }
         if let Some((_, reason, message)) =
-            condition(c, "DeploymentsReady").filter(|(_, r, _)| r == "RolloutStalled")
+            condition(object, "DeploymentsReady").filter(|(_, r, _)| r == "RolloutStalled")
         {
             return Some(Ending::Failed {
                 phase,
@@ -123,9 +130,9 @@ impl Follower {
                 message,
             });
         }
-        let ready = condition(c, "Ready").is_some_and(|(s, _, _)| s == "True");
-        let settled = status.upgrade_phase == CinderUpgradePhase::None
-            && status.installed_release == target.to_string();
+        let ready = condition(object, "Ready").is_some_and(|(s, _, _)| s == "True");
+        let settled =
+            phase.is_empty() && status_text(object, "installedRelease") == target.to_string();
         (ready && settled).then_some(Ending::Installed)
     }
 
@@ -161,15 +168,17 @@ impl Follower {
         }
     }
 
-    /// Follows the namespace until the Cinder settles at `target` or fails.
-    async fn follow(&mut self, client: &Client, target: Release) -> anyhow::Result<Ending> {
-        let cinders = watcher::watcher(
-            Api::<Cinder>::namespaced(client.clone(), NAMESPACE),
-            watcher::Config::default(),
-        )
-        .applied_objects()
-        .map(|c| c.map(|c| Seen::Cinder(Box::new(c))))
-        .boxed();
+    /// Follows the namespace until the resource settles at `target` or fails.
+    async fn follow(
+        &mut self,
+        client: &Client,
+        api: &Api<DynamicObject>,
+        target: Release,
+    ) -> anyhow::Result<Ending> {
+        let resources = watcher::watcher(api.clone(), watcher::Config::default())
+            .applied_objects()
+            .map(|o| o.map(|o| Seen::Resource(Box::new(o))))
+            .boxed();
         let jobs = watcher::watcher(
             Api::<Job>::namespaced(client.clone(), NAMESPACE),
             watcher::Config::default(),
@@ -177,7 +186,7 @@ impl Follower {
         .applied_objects()
         .map(|j| j.map(|j| Seen::Job(Box::new(j))))
         .boxed();
-        let mut events = stream::select(cinders, jobs);
+        let mut events = stream::select(resources, jobs);
         let deadline = Instant::now() + LIMIT;
         loop {
             let next = tokio::time::timeout(
@@ -187,8 +196,8 @@ impl Follower {
             .await
             .context("the upgrade did not finish in time")?;
             match next {
-                Some(Ok(Seen::Cinder(c))) => {
-                    if let Some(ending) = self.on_cinder(&c, target) {
+                Some(Ok(Seen::Resource(o))) => {
+                    if let Some(ending) = self.on_resource(&o, target) {
                         return Ok(ending);
                     }
                 }
@@ -200,55 +209,89 @@ impl Follower {
     }
 }
 
-async fn set_release(api: &Api<Cinder>, release: Release) -> anyhow::Result<()> {
-    let patch = serde_json::json!({ "spec": { "openStackRelease": release.to_string(), "image": { "reference": { "tag": release.to_string() } } } });
-    api.patch("cinder", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .with_context(|| format!("setting release and image to {release}"))?;
+async fn set_release(
+    service: Service,
+    api: &Api<DynamicObject>,
+    release: Release,
+) -> anyhow::Result<()> {
+    api.patch(
+        service.name(),
+        &PatchParams::default(),
+        &Patch::Merge(&service.release_patch(release)),
+    )
+    .await
+    .with_context(|| format!("setting release and image to {release}"))?;
     Ok(())
 }
 
-/// Upgrades `from` → `to`; on failure, aborts back to `from`. Returns the verdict.
+/// Upgrades `from` → `to`; on failure, aborts back to `from`, or, past the point
+/// of no return, lifts the `injected` failure and retries the failed phase.
+/// Returns the verdict.
 pub async fn run(
     client: &Client,
-    api: &Api<Cinder>,
+    service: Service,
+    api: &Api<DynamicObject>,
     from: Release,
     to: Release,
+    injected: Option<(&Scenarios, RuleId)>,
 ) -> anyhow::Result<String> {
-    println!(
-        "Upgrading {from} → {to}: patching spec.openStackRelease and spec.image.reference.tag together."
-    );
-    let mut follower = Follower::new();
-    set_release(api, to).await?;
-    let ending = follower.follow(client, to).await?;
+    let (kind, field) = (service.kind(), service.tag_field());
+    println!("Upgrading {from} → {to}: patching spec.openStackRelease and {field} together.");
+    let mut follower = Follower::new(service);
+    set_release(service, api, to).await?;
+    let ending = follower.follow(client, api, to).await?;
     let took = follower.started.elapsed();
     println!("Timeline:");
     print!("{}", render(&spans(&follower.phases, took)));
-    match ending {
-        Ending::Installed => Ok(format!(
-            "VERDICT: upgraded {from} → {to} in {:.1}s; every phase passed and the Cinder is Ready at {to}.",
+    let Ending::Failed {
+        phase,
+        reason,
+        message,
+    } = ending
+    else {
+        return Ok(format!(
+            "VERDICT: upgraded {from} → {to} in {:.1}s; every phase passed and the {kind} is Ready at {to}.",
             took.as_secs_f64()
-        )),
-        Ending::Failed {
-            phase,
-            reason,
-            message,
-        } => {
-            println!("The upgrade failed in {phase}: {reason}: {message}");
-            println!(
-                "Aborting: reverting spec.openStackRelease and spec.image.reference.tag to {from} in one patch."
-            );
-            let mut abort = Follower::new();
-            set_release(api, from).await?;
-            match abort.follow(client, from).await? {
-                Ending::Installed => Ok(format!(
-                    "VERDICT: upgrade {from} → {to} FAILED in {phase} ({reason}); aborted back to {from} in {:.1}s, Ready again.",
-                    abort.started.elapsed().as_secs_f64()
-                )),
-                Ending::Failed { reason: again, .. } => Ok(format!(
-                    "VERDICT: upgrade {from} → {to} FAILED in {phase} ({reason}); the abort did not recover ({again})."
-                )),
-            }
-        }
+        ));
+    };
+    println!("The upgrade failed in {phase}: {reason}: {message}");
+    let mut next = Follower::new(service);
+    if service.abortable(&phase) {
+        println!("Aborting: reverting spec.openStackRelease and {field} to {from} in one patch.");
+        set_release(service, api, from).await?;
+        return Ok(match next.follow(client, api, from).await? {
+            Ending::Installed => format!(
+                "VERDICT: upgrade {from} → {to} FAILED in {phase} ({reason}); aborted back to {from} in {:.1}s, Ready again.",
+                next.started.elapsed().as_secs_f64()
+            ),
+            Ending::Failed { reason: again, .. } => format!(
+                "VERDICT: upgrade {from} → {to} FAILED in {phase} ({reason}); the abort did not recover ({again})."
+            ),
+        });
     }
+    // Past the point of no return the way out is forward: fix the cause, then
+    // delete the failed Job so the phase runs it again.
+    println!(
+        "{phase} is past the point of no return: no abort. Fixing the cause and retrying the phase."
+    );
+    if let Some((scenarios, rule)) = injected {
+        scenarios.remove(rule);
+    }
+    next.earlier_failure = Some(reason.clone());
+    if let Some(job) = service.job_of(&phase) {
+        Api::<Job>::namespaced(client.clone(), NAMESPACE)
+            .delete(&job, &DeleteParams::background())
+            .await
+            .with_context(|| format!("deleting the failed Job {job}"))?;
+        println!("Deleted the failed Job {job}.");
+    }
+    Ok(match next.follow(client, api, to).await? {
+        Ending::Installed => format!(
+            "VERDICT: upgrade {from} → {to} FAILED in {phase} ({reason}); retried after the fix and completed in {:.1}s more: the {kind} is Ready at {to}.",
+            next.started.elapsed().as_secs_f64()
+        ),
+        Ending::Failed { reason: again, .. } => format!(
+            "VERDICT: upgrade {from} → {to} FAILED in {phase} ({reason}); the retry failed too ({again})."
+        ),
+    })
 }
