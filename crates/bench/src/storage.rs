@@ -61,16 +61,7 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
         .map(|i| {
             let api = api.clone();
             async move {
-                let manifest = cinder::example_manifest(
-                    &format!("c{i:05}"),
-                    "2026.1",
-                    "registry.invalid/cinder",
-                    "2026.1",
-                    &["ceph", "lvm"],
-                );
-                let object: v1alpha1::Cinder = serde_json::from_value(
-                    cinder::conversion::convert(manifest, cinder::conversion::V1ALPHA1)?,
-                )?;
+                let object = cinder::example_v1alpha1(&format!("c{i:05}"))?;
                 api.create(&PostParams::default(), &object).await?;
                 Ok(())
             }

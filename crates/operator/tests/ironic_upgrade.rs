@@ -490,17 +490,34 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn online_migrations_exit_2_fails_because_the_database_is_not_compatible() -> Result<()> {
-    let h = Harness::start("ironic-olm-2").await?;
+/// Installed at 2026.1, then upgraded to 2026.2 while `workload`'s pods behave
+/// as `behaviour`, until DatabaseReady says `reason`.
+async fn upgrade_failing(
+    prefix: &str,
+    workload: &str,
+    behaviour: Behaviour,
+    reason: &str,
+) -> Result<(Harness, Ironic)> {
+    let h = Harness::start(prefix).await?;
     create(&h, "2026.1", 2).await?;
     wait_settled(&h, "2026.1").await?;
-    h.env.scenarios().add(
-        PodSelector::workload(h.name(), "i-online-migrations"),
-        Behaviour::always_exit(2, "database not compatible"),
-    );
+    h.env
+        .scenarios()
+        .add(PodSelector::workload(h.name(), workload), behaviour);
     set_release(&h, "2026.2").await?;
-    let failed = wait_database(&h, "DatabaseNotCompatible").await?;
+    let failed = wait_database(&h, reason).await?;
+    Ok((h, failed))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn online_migrations_exit_2_fails_because_the_database_is_not_compatible() -> Result<()> {
+    let (h, failed) = upgrade_failing(
+        "ironic-olm-2",
+        "i-online-migrations",
+        Behaviour::always_exit(2, "database not compatible"),
+        "DatabaseNotCompatible",
+    )
+    .await?;
     let status = failed.status.context("status")?;
     ensure!(status.upgrade_phase == IronicUpgradePhase::OnlineMigrations);
     ensure!(status.installed_release == "2026.1", "not promoted");
@@ -514,15 +531,13 @@ async fn online_migrations_exit_2_fails_because_the_database_is_not_compatible()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_check_that_errors_fails_the_phase_before_any_pin() -> Result<()> {
-    let h = Harness::start("ironic-check-255").await?;
-    create(&h, "2026.1", 2).await?;
-    wait_settled(&h, "2026.1").await?;
-    h.env.scenarios().add(
-        PodSelector::workload(h.name(), "i-upgrade-check"),
+    let (h, failed) = upgrade_failing(
+        "ironic-check-255",
+        "i-upgrade-check",
         Behaviour::always_exit(255, "ironic-status upgrade check exit 255"),
-    );
-    set_release(&h, "2026.2").await?;
-    let failed = wait_database(&h, "UpgradeCheckFailed").await?;
+        "UpgradeCheckFailed",
+    )
+    .await?;
     let status = failed.status.context("status")?;
     ensure!(status.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
     ensure!(status.installed_release == "2026.1" && status.pinned_release.is_empty());
@@ -552,15 +567,13 @@ async fn an_upgrade_check_that_errors_fails_the_phase_before_any_pin() -> Result
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_upgrade_exit_2_names_the_incomplete_online_migrations() -> Result<()> {
-    let h = Harness::start("ironic-dbup-2").await?;
-    create(&h, "2026.1", 2).await?;
-    wait_settled(&h, "2026.1").await?;
-    h.env.scenarios().add(
-        PodSelector::workload(h.name(), "i-db-upgrade"),
+    let (h, failed) = upgrade_failing(
+        "ironic-dbup-2",
+        "i-db-upgrade",
         Behaviour::always_exit(2, "online migrations incomplete"),
-    );
-    set_release(&h, "2026.2").await?;
-    let failed = wait_database(&h, "OnlineMigrationsIncomplete").await?;
+        "OnlineMigrationsIncomplete",
+    )
+    .await?;
     let (_, message) = failed
         .status
         .as_ref()

@@ -126,16 +126,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         .map(|i| {
             let alpha = alpha.clone();
             async move {
-                let manifest = cinder::example_manifest(
-                    &format!("c{i:04}"),
-                    "2026.1",
-                    "registry.invalid/cinder",
-                    "2026.1",
-                    &["ceph", "lvm"],
-                );
-                let object: v1alpha1::Cinder = serde_json::from_value(
-                    cinder::conversion::convert(manifest, cinder::conversion::V1ALPHA1)?,
-                )?;
+                let object = cinder::example_v1alpha1(&format!("c{i:04}"))?;
                 alpha.create(&PostParams::default(), &object).await?;
                 anyhow::Ok(())
             }

@@ -204,58 +204,48 @@ impl EtcdClient {
     /// no-op update does not reach etcd); compacting at a token's own revision
     /// would leave it readable.
     pub async fn compact(&self) -> Result<i64> {
-        let put = self
-            .http
-            .post(format!("{}/v3/kv/put", self.base_url))
-            .json(&serde_json::json!({
+        self.post(
+            "put",
+            serde_json::json!({
                 "key": B64.encode("/ratchet-testenv/compaction"),
                 "value": B64.encode("tick"),
-            }))
-            .send()
-            .await
-            .map_err(|e| TestEnvError::Etcd(e.to_string()))?;
-        if !put.status().is_success() {
-            return Err(TestEnvError::Etcd(format!(
-                "writing the compaction key returned {}",
-                put.status()
-            )));
-        }
+            }),
+        )
+        .await?;
         let resp = self
             .range(serde_json::json!({ "key": B64.encode("/"), "limit": 1 }))
             .await?;
         let revision: i64 = resp.header.revision.parse().map_err(|e| {
             TestEnvError::Etcd(format!("bad revision {:?}: {e}", resp.header.revision))
         })?;
-        let resp = self
-            .http
-            .post(format!("{}/v3/kv/compaction", self.base_url))
-            .json(&serde_json::json!({ "revision": revision.to_string(), "physical": true }))
-            .send()
-            .await
-            .map_err(|e| TestEnvError::Etcd(e.to_string()))?;
-        if !resp.status().is_success() {
-            return Err(TestEnvError::Etcd(format!(
-                "compaction returned {}",
-                resp.status()
-            )));
-        }
+        self.post(
+            "compaction",
+            serde_json::json!({ "revision": revision.to_string(), "physical": true }),
+        )
+        .await?;
         Ok(revision)
     }
 
-    async fn range(&self, body: serde_json::Value) -> Result<RangeResponse> {
+    /// A successful response of the JSON gateway's `/v3/kv/<call>`.
+    async fn post(&self, call: &str, body: serde_json::Value) -> Result<reqwest::Response> {
         let resp = self
             .http
-            .post(format!("{}/v3/kv/range", self.base_url))
+            .post(format!("{}/v3/kv/{call}", self.base_url))
             .json(&body)
             .send()
             .await
             .map_err(|e| TestEnvError::Etcd(e.to_string()))?;
         if !resp.status().is_success() {
             return Err(TestEnvError::Etcd(format!(
-                "range returned {}",
+                "{call} returned {}",
                 resp.status()
             )));
         }
+        Ok(resp)
+    }
+
+    async fn range(&self, body: serde_json::Value) -> Result<RangeResponse> {
+        let resp = self.post("range", body).await?;
         resp.json::<RangeResponse>()
             .await
             .map_err(|e| TestEnvError::Etcd(e.to_string()))

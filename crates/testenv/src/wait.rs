@@ -68,12 +68,22 @@ where
         None
     })
     .await;
+    found_in_time(outcome, what, timeout, || format!("{last:#?}"))
+}
+
+/// What a bounded wait found, or the timeout with the last state seen.
+fn found_in_time<T>(
+    outcome: Result<Option<T>, tokio::time::error::Elapsed>,
+    what: &str,
+    timeout: Duration,
+    last: impl FnOnce() -> String,
+) -> Result<T, WaitTimeout> {
     match outcome {
         Ok(Some(found)) => Ok(found),
         _ => Err(WaitTimeout {
             what: what.to_string(),
             timeout,
-            last: format!("{last:#?}"),
+            last: last(),
         }),
     }
 }
@@ -207,12 +217,7 @@ where
         None
     })
     .await;
-    match outcome {
-        Ok(Some(found)) => Ok(found),
-        _ => Err(WaitTimeout {
-            what: what.to_string(),
-            timeout,
-            last: format!("{seen} objects seen, none satisfying"),
-        }),
-    }
+    found_in_time(outcome, what, timeout, || {
+        format!("{seen} objects seen, none satisfying")
+    })
 }

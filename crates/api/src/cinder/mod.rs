@@ -91,6 +91,24 @@ pub fn example_manifest(
     })
 }
 
+/// The same example as a v1alpha1 object at 2026.1 with back ends `ceph` and
+/// `lvm`: what a client of the previous Ratchet stored (the stored-version
+/// migration's test and benchmark create thousands).
+pub fn example_v1alpha1(name: &str) -> Result<v1alpha1::Cinder, conversion::ConversionError> {
+    let manifest = example_manifest(
+        name,
+        "2026.1",
+        "registry.invalid/cinder",
+        "2026.1",
+        &["ceph", "lvm"],
+    );
+    let converted = conversion::convert(manifest, conversion::V1ALPHA1)?;
+    serde_json::from_value(converted).map_err(|source| conversion::ConversionError::Invalid {
+        api_version: conversion::V1ALPHA1.into(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -257,27 +257,22 @@ impl World {
         w
     }
 
+    /// Every event decided so far, check reports included, in order.
+    fn all_events(&self) -> impl Iterator<Item = &Event> {
+        self.history.iter().flat_map(|d| {
+            d.events
+                .iter()
+                .chain(d.check_report.as_ref().map(|r| &r.event))
+        })
+    }
+
     pub fn events(&self) -> Vec<String> {
-        self.history
-            .iter()
-            .flat_map(|d| {
-                d.events
-                    .iter()
-                    .chain(d.check_report.as_ref().map(|r| &r.event))
-                    .map(|e| e.reason.clone())
-            })
-            .collect()
+        self.all_events().map(|e| e.reason.clone()).collect()
     }
 
     /// The type of every event with `reason` so far, in order.
     pub fn event_kinds(&self, reason: &str) -> Vec<EventType> {
-        self.history
-            .iter()
-            .flat_map(|d| {
-                d.events
-                    .iter()
-                    .chain(d.check_report.as_ref().map(|r| &r.event))
-            })
+        self.all_events()
             .filter(|e| e.reason == reason)
             .map(|e| e.kind)
             .collect()
