@@ -37,6 +37,12 @@ pub fn webhook_rules() -> Value {
     rules
 }
 
+/// Rules in the operator's own namespace for a self-managed certificate shared
+/// by every replica (`--webhook-cert-secret`): read it, or store it first.
+pub fn webhook_certificate_rules() -> Value {
+    json!([{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "update"] }])
+}
+
 /// Cluster-scoped rules to keep the CRDs' conversion pointed at the operator
 /// (endpoint and caBundle), watching for re-applied CRDs.
 pub fn conversion_rules() -> Value {

@@ -5,17 +5,21 @@
 //!   instead of being published without its once-per-Job record;
 //! - minus StatefulSets: the operator cannot see that kind of child, and says
 //!   so on the resource instead of deciding blind or waiting silently.
+//!
+//! And the self-managed webhook certificate every replica shares, with only
+//! the rights `rbac::webhook_certificate_rules` grants.
 
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::testing::{create_example_cinder, impersonating, settled_at};
+use ratchet_operator::webhooks::{TlsSource, tls};
 use ratchet_testenv::wait::{until, until_any};
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 use serde_json::json;
@@ -42,17 +46,14 @@ fn role_without_stateful_sets() -> serde_json::Value {
 }
 
 /// A namespace with the example Secrets and a ServiceAccount bound to a Role
-/// of `rules`; the operator started in it, acting as that ServiceAccount.
-async fn operator_with_role(
+/// of `rules`, and a client acting as that ServiceAccount (impersonated by the
+/// admin).
+async fn service_account_with_role(
     env: &TestEnv,
     admin: &kube::Client,
     prefix: &str,
     rules: serde_json::Value,
-    config: OperatorConfig,
-) -> Result<(
-    ratchet_testenv::TestNamespace,
-    ratchet_operator::OperatorHandle,
-)> {
+) -> Result<(ratchet_testenv::TestNamespace, kube::Client)> {
     ratchet_operator::install::install_crds(admin, Duration::from_secs(60)).await?;
     let ns = env.namespace(admin, prefix).await?;
     let name = ns.name().to_string();
@@ -75,12 +76,26 @@ async fn operator_with_role(
         .create(&PostParams::default(), &binding)
         .await?;
 
-    // The operator acts as that ServiceAccount (impersonated by the admin).
-    let operator_client = impersonating(env.config(), &name, "ratchet")?;
+    let client = impersonating(env.config(), &name, "ratchet")?;
+    Ok((ns, client))
+}
+
+/// [`service_account_with_role`], with the operator started as that account.
+async fn operator_with_role(
+    env: &TestEnv,
+    admin: &kube::Client,
+    prefix: &str,
+    rules: serde_json::Value,
+    config: OperatorConfig,
+) -> Result<(
+    ratchet_testenv::TestNamespace,
+    ratchet_operator::OperatorHandle,
+)> {
+    let (ns, client) = service_account_with_role(env, admin, prefix, rules).await?;
     let operator = ratchet_operator::start(
-        operator_client,
+        client,
         OperatorConfig {
-            namespace: Some(name.clone()),
+            namespace: Some(ns.name().to_string()),
             ..config
         },
     )
@@ -197,6 +212,46 @@ async fn children_the_operator_cannot_watch_are_named_on_the_resource() -> Resul
         .await?;
     ensure!(jobs.items.is_empty());
     operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn replicas_share_one_self_managed_certificate() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let admin = env.client()?;
+    let (ns, client) = service_account_with_role(
+        env,
+        &admin,
+        "webhook-cert",
+        ratchet_operator::rbac::webhook_certificate_rules(),
+    )
+    .await?;
+    let name = ns.name().to_string();
+    let shared = |dns: &str| TlsSource::SelfManagedShared {
+        dns_names: vec![dns.to_string()],
+        ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+        namespace: name.clone(),
+        name: "ratchet-webhook-tls".into(),
+    };
+    let source = shared("ratchet.ratchet-system.svc");
+    // Two replicas starting together: one stores its identity, both serve it.
+    let (first, second) = tokio::join!(tls::load(&client, &source), tls::load(&client, &source));
+    let (first, second) = (first?, second?);
+    ensure!(first.cert_pem == second.cert_pem && first.ca_pem == second.ca_pem);
+    ensure!(first.ca_pem.is_some(), "a caBundle to publish");
+    let restarted = tls::load(&client, &source).await?;
+    ensure!(restarted.cert_pem == first.cert_pem, "a restart reuses it");
+    let secret = Api::<Secret>::namespaced(admin.clone(), &name)
+        .get("ratchet-webhook-tls")
+        .await?;
+    ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
+
+    // Other names (a renamed Service): issued anew, then shared again.
+    let renamed = shared("ratchet-v2.ratchet-system.svc");
+    let reissued = tls::load(&client, &renamed).await?;
+    ensure!(reissued.cert_pem != first.cert_pem && reissued.ca_pem != first.ca_pem);
+    ensure!(tls::load(&client, &renamed).await?.cert_pem == reissued.cert_pem);
     ns.cleanup().await;
     Ok(())
 }

@@ -98,6 +98,19 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
         ns,
     ));
     docs.push(role(
+        "Role",
+        "ratchet-webhook-certificate",
+        Some(ns),
+        rbac::webhook_certificate_rules(),
+    ));
+    docs.push(binding(
+        "RoleBinding",
+        "ratchet-webhook-certificate",
+        Some(ns),
+        "Role",
+        ns,
+    ));
+    docs.push(role(
         "ClusterRole",
         "ratchet-storage",
         None,
@@ -132,6 +145,8 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
         "--metrics-bind=0.0.0.0:8080".into(),
         "--webhook-bind=0.0.0.0:9443".into(),
         format!("--webhook-register-service={ns}/ratchet:443"),
+        // One self-managed certificate for every replica.
+        format!("--webhook-cert-secret={ns}/ratchet-webhook-tls"),
         // Cluster-wide even when one namespace is watched: storedVersions is
         // a property of the whole cluster.
         "--storage-migration=true".into(),

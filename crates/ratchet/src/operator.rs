@@ -50,6 +50,10 @@ pub struct OperatorArgs {
     /// configuration is deployed with the caBundle injected by cert-manager).
     #[arg(long)]
     webhook_conversion_only: bool,
+    /// Without certificate files: keep the generated certificate in this Secret
+    /// (NAMESPACE/NAME) so that every replica serves the same one.
+    #[arg(long, conflicts_with = "webhook_cert_file")]
+    webhook_cert_secret: Option<String>,
     /// Register the webhook as this Service: NAMESPACE/NAME:PORT.
     #[arg(long, conflicts_with = "webhook_register_url")]
     webhook_register_service: Option<String>,
@@ -104,9 +108,23 @@ fn webhook_config(args: &OperatorArgs) -> anyhow::Result<Option<WebhookConfig>> 
                 dns_names.push(format!("{name}.{namespace}.svc"));
                 dns_names.push(format!("{name}.{namespace}.svc.cluster.local"));
             }
-            TlsSource::SelfManaged {
-                dns_names,
-                ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+            let ips = vec![std::net::Ipv4Addr::LOCALHOST.into()];
+            match &args.webhook_cert_secret {
+                Some(secret) => {
+                    let (namespace, name) = secret
+                        .split_once('/')
+                        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty())
+                        .with_context(|| {
+                            format!("--webhook-cert-secret {secret:?}: expected NAMESPACE/NAME")
+                        })?;
+                    TlsSource::SelfManagedShared {
+                        dns_names,
+                        ips,
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    }
+                }
+                None => TlsSource::SelfManaged { dns_names, ips },
             }
         }
     };

@@ -148,18 +148,25 @@ fn namespaced_mode_uses_a_role_and_scopes_the_webhook() -> Result<()> {
 }
 
 #[test]
-fn self_managed_certificates_refuse_more_than_one_replica() -> Result<()> {
-    let chart = chart();
-    let out = helm(&[
-        "template",
-        "ratchet",
-        chart.to_str().context("chart")?,
-        "--set",
-        "webhook.certificates=self-managed",
-    ])?;
-    ensure!(!out.status.success(), "rendered an HA self-managed setup");
-    ensure!(String::from_utf8_lossy(&out.stderr).contains("needs replicas: 1"));
-    let docs = render(&["webhook.certificates=self-managed", "replicas=1"])?;
+fn self_managed_certificates_are_shared_by_every_replica() -> Result<()> {
+    let docs = render(&["webhook.certificates=self-managed"])?;
+    let deployment = find(&docs, "Deployment", "ratchet").context("deployment")?;
+    ensure!(deployment["spec"]["replicas"] == 2);
+    ensure!(
+        deployment
+            .to_string()
+            .contains("--webhook-cert-secret=ratchet-system/ratchet-webhook-tls"),
+        "{deployment}"
+    );
+    ensure!(
+        find(&docs, "Role", "ratchet-webhook-certificate").map(|r| &r["rules"])
+            == Some(&ratchet_operator::rbac::webhook_certificate_rules()),
+        "the replicas may store and read their shared certificate"
+    );
+    ensure!(
+        find(&render(&[])?, "Role", "ratchet-webhook-certificate").is_none(),
+        "cert-manager mode needs no Secret rights"
+    );
     ensure!(
         find(&docs, "ClusterRole", "ratchet-webhook").map(|r| &r["rules"])
             == Some(&ratchet_operator::rbac::webhook_rules()),
@@ -222,8 +229,6 @@ async fn the_chart_installs_and_its_rbac_runs_the_operator() -> Result<()> {
         "--create-namespace",
         "--set",
         "webhook.certificates=self-managed",
-        "--set",
-        "replicas=1",
         "--wait",
         "--timeout",
         "120s",

@@ -38,7 +38,7 @@ pub async fn start(
     config: &WebhookConfig,
     metrics: Arc<Metrics>,
 ) -> Result<(WebhookServer, Option<ConversionTarget>)> {
-    let identity = tls::load(&config.tls)?;
+    let identity = tls::load(client, &config.tls).await?;
     let server = server::start(config.bind, &identity.cert_pem, &identity.key_pem, metrics).await?;
     if let Some(registration) = &config.registration {
         let ca = identity.ca_pem.as_deref().ok_or_else(|| {
@@ -73,10 +73,10 @@ pub async fn serve_on_localhost(
     bind: SocketAddr,
     metrics: Arc<Metrics>,
 ) -> Result<(WebhookServer, String)> {
-    let identity = tls::load(&TlsSource::SelfManaged {
-        dns_names: vec!["localhost".into()],
-        ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
-    })?;
+    let identity = tls::generate(
+        &["localhost".to_string()],
+        &[std::net::Ipv4Addr::LOCALHOST.into()],
+    )?;
     let server = server::start(bind, &identity.cert_pem, &identity.key_pem, metrics).await?;
     let ca = identity
         .ca_pem
