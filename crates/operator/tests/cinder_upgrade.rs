@@ -646,6 +646,7 @@ async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
         until_deleted(&jobs, name, TIMEOUT).await?;
     }
     wait_installed(&h, "2026.1").await?;
+    h.wait_event("c", "UpgradeAborted").await?;
     let types = h.event_types("c", "UpgradeAborted").await?;
     ensure!(types == ["Normal"], "{types:?}");
     for (name, image) in deployment_images(&h).await? {

@@ -541,6 +541,8 @@ async fn an_upgrade_check_that_errors_fails_the_phase_before_any_pin() -> Result
     let status = failed.status.context("status")?;
     ensure!(status.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
     ensure!(status.installed_release == "2026.1" && status.pinned_release.is_empty());
+    // Events leave after the status write: wait for it before counting.
+    h.wait_event("i", "UpgradeCheckFailed").await?;
     let failures: Vec<Option<String>> = h
         .events_for("i")
         .await?
