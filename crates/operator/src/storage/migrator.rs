@@ -207,6 +207,7 @@ pub async fn migrate(
     Ok(migration)
 }
 
+#[derive(Debug)]
 enum Rewrite {
     Skipped,
     Stored,
@@ -316,4 +317,91 @@ pub async fn get_crd(
         crd: name.into(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::client::Body;
+    use serde_json::json;
+
+    fn versions() -> CrdVersions {
+        CrdVersions {
+            name: "cinders.cinder.openstack.c5c3.io".into(),
+            group: "cinder.openstack.c5c3.io".into(),
+            generation: 2,
+            storage: Some("v1beta1".into()),
+            served: vec!["v1alpha1".into(), "v1beta1".into()],
+            stored: vec!["v1alpha1".into(), "v1beta1".into()],
+        }
+    }
+
+    /// Rewrites object `ns/c` (read at resourceVersion 42) against an API
+    /// server that answers the update with `code`; returns the request body
+    /// and what the rewrite made of the answer.
+    async fn rewrite_answered(code: u16) -> (serde_json::Value, Result<Rewrite, MigrationError>) {
+        let (service, handle) =
+            tower_test::mock::pair::<http::Request<Body>, http::Response<Body>>();
+        let client = Client::new(service, "default");
+        let server = tokio::spawn(async move {
+            let mut handle = std::pin::pin!(handle);
+            let (request, respond) = handle.next_request().await.expect("a request");
+            assert_eq!(request.method(), http::Method::PUT);
+            assert_eq!(
+                request.uri().path(),
+                "/apis/cinder.openstack.c5c3.io/v1beta1/namespaces/ns/cinders/c"
+            );
+            let body = request.into_body().collect_bytes().await.expect("a body");
+            let status = json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": if code < 300 { "Success" } else { "Failure" },
+                "message": "answered by the test", "reason": "Test", "code": code,
+            });
+            let response = http::Response::builder()
+                .status(code)
+                .body(Body::from(serde_json::to_vec(&status).expect("json")))
+                .expect("a response");
+            respond.send_response(response);
+            serde_json::from_slice::<serde_json::Value>(&body).expect("a JSON body")
+        });
+        let gvk = GroupVersionKind::gvk("cinder.openstack.c5c3.io", "v1beta1", "Cinder");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "cinders");
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+            "kind": "Cinder",
+            "metadata": { "name": "c", "namespace": "ns", "resourceVersion": "42" },
+            "spec": { "openStackRelease": "2026.1" },
+        }))
+        .expect("an object");
+        let result = rewrite(&client, &resource, &versions(), "v1beta1", object, true).await;
+        (server.await.expect("the mock server"), result)
+    }
+
+    #[tokio::test]
+    async fn the_rewrite_is_guarded_by_the_version_it_read() {
+        let (sent, _) = rewrite_answered(409).await;
+        assert_eq!(sent["metadata"]["resourceVersion"], "42");
+        assert_eq!(sent["spec"]["openStackRelease"], "2026.1", "a no-op write");
+    }
+
+    #[tokio::test]
+    async fn a_conflict_or_a_deletion_counts_as_done() {
+        for code in [409, 404] {
+            let (_, result) = rewrite_answered(code).await;
+            assert!(matches!(result, Ok(Rewrite::Stored)), "{code}");
+        }
+    }
+
+    #[tokio::test]
+    async fn any_other_refusal_stops_the_migration_naming_the_object() {
+        for code in [403, 422, 500] {
+            let (_, result) = rewrite_answered(code).await;
+            match result {
+                Err(MigrationError::Rewrite {
+                    namespace, name, ..
+                }) => assert_eq!((namespace.as_str(), name.as_str()), ("ns", "c"), "{code}"),
+                other => panic!("{code}: expected a stop, got {other:?}"),
+            }
+        }
+    }
 }
