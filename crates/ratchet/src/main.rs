@@ -5,6 +5,7 @@ mod demo;
 mod manage;
 mod manifests;
 mod operator;
+mod resource_status;
 mod storage;
 
 use clap::{Parser, Subcommand};

@@ -10,6 +10,8 @@ use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::plan::{Verdict, abort_patch, plan, render};
 
+use crate::resource_status::{condition, status_text};
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Output {
     Table,
@@ -93,28 +95,20 @@ fn table_row(object: &serde_json::Value) -> String {
             .to_string()
     };
     let cond = |kind: &str| {
-        object
-            .pointer("/status/conditions")
-            .and_then(|c| c.as_array())
-            .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-            .map(|c| {
-                format!(
-                    "{} ({})",
-                    c["status"].as_str().unwrap_or_default(),
-                    c["reason"].as_str().unwrap_or_default()
-                )
-            })
+        condition(object, kind)
+            .map(|(status, reason, _)| format!("{status} ({reason})"))
             .unwrap_or_else(|| "-".into())
     };
+    let status = |field: &str| status_text(object, field);
     format!(
         "{:<7} {:<20} {:<24} {:<9} {:<9} {:<16} {:<22} {} / {}",
         text("/kind"),
         text("/metadata/namespace"),
         text("/metadata/name"),
-        text("/status/installedRelease"),
-        text("/status/targetRelease"),
-        text("/status/upgradePhase"),
-        text("/status/rollingWorkload"),
+        status("installedRelease"),
+        status("targetRelease"),
+        status("upgradePhase"),
+        status("rollingWorkload"),
         cond("Ready"),
         cond("DatabaseReady"),
     )

@@ -9,6 +9,7 @@ mod timeline;
 
 use std::time::{Duration, Instant};
 
+use crate::resource_status::{condition, status_text};
 use anyhow::{Context, bail};
 use clap::Args;
 use futures::StreamExt;
@@ -23,7 +24,7 @@ use ratchet_testenv::{
     Behaviour, ClusterOptions, KubeletOptions, LocalCluster, PodSelector, RuleId, Scenarios,
     SimKubelet,
 };
-use subject::{Service, condition, observed_current, status_text};
+use subject::{Service, observed_current};
 
 mod upgrade;
 
@@ -242,7 +243,7 @@ async fn follow_until_ready(
         ]
         .into_iter()
         .filter_map(|kind| {
-            condition(&object, kind)
+            condition(&object.data, kind)
                 .map(|(status, reason, _)| format!("{kind}={status} ({reason})"))
         })
         .collect::<Vec<_>>()
@@ -254,12 +255,12 @@ async fn follow_until_ready(
             println!("  [{:>5.1}s] {line}", started.elapsed().as_secs_f64());
             last = line;
         }
-        let ready = condition(&object, "Ready").is_some_and(|(status, _, _)| status == "True");
+        let ready = condition(&object.data, "Ready").is_some_and(|(status, _, _)| status == "True");
         if ready && observed_current(&object) {
             println!(
                 "{} is Ready at release {} after {:.1}s.",
                 service.kind(),
-                status_text(&object, "installedRelease"),
+                status_text(&object.data, "installedRelease"),
                 started.elapsed().as_secs_f64()
             );
             return Ok(());

@@ -159,26 +159,6 @@ impl Service {
     }
 }
 
-/// A field of the resource's status as text (empty when absent).
-pub fn status_text(object: &DynamicObject, field: &str) -> String {
-    object.data["status"][field]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// A condition of the resource: status, reason, message.
-pub fn condition(object: &DynamicObject, kind: &str) -> Option<(String, String, String)> {
-    object.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
-        .map(|c| {
-            let text = |f: &str| c[f].as_str().unwrap_or_default().to_string();
-            (text("status"), text("reason"), text("message"))
-        })
-}
-
 /// Whether the status describes the current spec.
 pub fn observed_current(object: &DynamicObject) -> bool {
     object.data["status"]["observedGeneration"].as_i64() == object.metadata.generation

@@ -15,8 +15,9 @@ use ratchet_release::Release;
 use ratchet_testenv::{RuleId, Scenarios};
 
 use super::NAMESPACE;
-use super::subject::{Service, condition, observed_current, status_text};
+use super::subject::{Service, observed_current};
 use super::timeline::{render, spans};
+use crate::resource_status::{condition, status_text};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -72,7 +73,7 @@ impl Follower {
 
     fn on_resource(&mut self, object: &DynamicObject, target: Release) -> Option<Ending> {
         object.data.get("status")?;
-        let phase = status_text(object, "upgradePhase");
+        let phase = status_text(&object.data, "upgradePhase");
         if self.phases.last().is_none_or(|(_, p)| *p != phase) {
             self.phases.push((self.started.elapsed(), phase.clone()));
             let shown = if phase.is_empty() {
@@ -82,14 +83,14 @@ impl Follower {
             };
             self.say(&format!("phase: {shown}"));
         }
-        let rolling = status_text(object, "rollingWorkload");
+        let rolling = status_text(&object.data, "rollingWorkload");
         if rolling != self.rolling {
             self.rolling = rolling;
             if !self.rolling.is_empty() {
                 self.say(&format!("rolling: {}", self.rolling));
             }
         }
-        let pin = status_text(object, "pinnedRelease");
+        let pin = status_text(&object.data, "pinnedRelease");
         if pin != self.pin {
             match (pin.is_empty(), self.pin.is_empty()) {
                 (false, _) => self.say(&format!("new pods pinned to {pin} (pin_release_version)")),
@@ -101,7 +102,7 @@ impl Follower {
         // A status written for an older generation describes the spec before our
         // last patch: print it, but decide nothing on it.
         let current = observed_current(object);
-        let (db_status, db_reason, db_message) = condition(object, "DatabaseReady")?;
+        let (db_status, db_reason, db_message) = condition(&object.data, "DatabaseReady")?;
         let line = format!("DatabaseReady={db_status} ({db_reason})");
         if line != self.last_line {
             self.say(&line);
@@ -122,7 +123,7 @@ impl Follower {
             });
         }
         if let Some((_, reason, message)) =
-            condition(object, "DeploymentsReady").filter(|(_, r, _)| r == "RolloutStalled")
+            condition(&object.data, "DeploymentsReady").filter(|(_, r, _)| r == "RolloutStalled")
         {
             return Some(Ending::Failed {
                 phase,
@@ -130,9 +131,9 @@ impl Follower {
                 message,
             });
         }
-        let ready = condition(object, "Ready").is_some_and(|(s, _, _)| s == "True");
+        let ready = condition(&object.data, "Ready").is_some_and(|(s, _, _)| s == "True");
         let settled =
-            phase.is_empty() && status_text(object, "installedRelease") == target.to_string();
+            phase.is_empty() && status_text(&object.data, "installedRelease") == target.to_string();
         (ready && settled).then_some(Ending::Installed)
     }
 
