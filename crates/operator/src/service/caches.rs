@@ -14,12 +14,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use ratchet_phase_machine::vocabulary::event;
 use serde::de::DeserializeOwned;
 
 use super::api;
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
 
 /// The stores of one service's controller.
@@ -89,9 +88,9 @@ impl Caches {
     /// Resolves once every store holds its initial list: before that, a missing
     /// child may only be unlisted, and deciding on it would flap the status.
     /// Bounded by `timeout`: a store that cannot list (e.g. RBAC without
-    /// `statefulsets`) fails the pass with an error naming it instead of
-    /// stalling it.
-    pub async fn ready(&self, timeout: std::time::Duration) -> Result<()> {
+    /// `statefulsets`) fails with a message naming it instead of stalling
+    /// the pass.
+    pub async fn ready(&self, timeout: std::time::Duration) -> Result<(), String> {
         let waits = [
             ("jobs", wait(&self.jobs).boxed()),
             ("deployments", wait(&self.deployments).boxed()),
@@ -101,12 +100,9 @@ impl Caches {
         ];
         for (kind, ready) in waits {
             if tokio::time::timeout(timeout, ready).await.is_err() {
-                return Err(Error::Blocked {
-                    reason: event::CACHE_NOT_READY.into(),
-                    message: format!(
-                        "the watch cache of {kind} did not fill within {timeout:?}; check that the operator may list and watch {kind}"
-                    ),
-                });
+                return Err(format!(
+                    "the watch cache of {kind} did not fill within {timeout:?}; check that the operator may list and watch {kind}"
+                ));
             }
         }
         Ok(())

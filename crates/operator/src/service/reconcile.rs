@@ -72,21 +72,20 @@ impl<S: OpenStackService> Pass<S> {
     }
 
     pub async fn run(&self, cached: Arc<S>, ctx: Arc<Context>) -> Result<Action> {
-        if let Err(e) = self.caches.ready(ctx.config.cache_sync_timeout).await {
+        if let Err(message) = self.caches.ready(ctx.config.cache_sync_timeout).await {
             // Said on the resource too: its owner sees why nothing happens.
-            let message = match &e {
-                Error::Blocked { message, .. } => message.clone(),
-                other => other.to_string(),
-            };
             ctx.events.publish(
                 &cached.object_ref(&()),
                 &[Event {
                     kind: EventType::Warning,
                     reason: event::CACHE_NOT_READY.into(),
-                    message,
+                    message: message.clone(),
                 }],
             );
-            return Err(e);
+            return Err(Error::Blocked {
+                reason: event::CACHE_NOT_READY.into(),
+                message,
+            });
         }
         let object = self.freshest(cached);
         let owner = Owner::of(S::SERVICE, object.as_ref())?;
