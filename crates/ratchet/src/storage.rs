@@ -203,7 +203,8 @@ fn verdict(versions: &CrdVersions, in_etcd: Option<&BTreeMap<String, u64>>) -> S
         .as_deref()
         .map(|s| versions.api_version(s))
         .unwrap_or_default();
-    let counts = in_etcd.cloned().unwrap_or_default();
+    let none = BTreeMap::new();
+    let counts = in_etcd.unwrap_or(&none);
     let unknown: u64 = [ENCRYPTED, UNREADABLE]
         .iter()
         .filter_map(|k| counts.get(*k))
