@@ -122,14 +122,10 @@ impl Service {
 
     /// The phase Job of `phase`, if that phase runs one.
     pub fn job_of(self, phase: &str) -> Option<String> {
-        self.profile()
-            .phases
-            .iter()
-            .find(|p| p.name == phase)
-            .and_then(|p| match &p.step {
-                Step::Job { template, .. } => Some(format!("{}-{}", self.name(), template.suffix)),
-                Step::Roll { .. } => None,
-            })
+        match &self.profile().phase(phase)?.1.step {
+            Step::Job { template, .. } => Some(format!("{}-{}", self.name(), template.suffix)),
+            Step::Roll { .. } => None,
+        }
     }
 
     /// Whether DatabaseReady's `reason` says a phase (or the sync) failed for
@@ -151,11 +147,7 @@ impl Service {
 
     /// Whether reverting to the installed release still aborts in `phase`.
     pub fn abortable(self, phase: &str) -> bool {
-        self.profile()
-            .phases
-            .iter()
-            .find(|p| p.name == phase)
-            .is_none_or(|p| p.abortable)
+        self.profile().phase(phase).is_none_or(|(_, p)| p.abortable)
     }
 }
 
