@@ -1,6 +1,7 @@
 //! `ratchet-bench`: measures and prints; never asserts. Figures go into
 //! docs/benchmarks.md together with the command that produced them.
 
+mod chaos;
 mod cluster;
 mod counting;
 mod install;
@@ -31,6 +32,9 @@ enum Command {
     Operator(operator::OperatorArgs),
     /// Stored-version migration of many objects: throughput and peak memory.
     Storage(storage::StorageArgs),
+    /// Upgrades while the operator is SIGKILLed and the API server restarts:
+    /// what went wrong (counts) and how fast upgrades resume.
+    Chaos(chaos::ChaosArgs),
 }
 
 #[tokio::main]
@@ -47,5 +51,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Upgrade(args) => upgrade::run(args).await,
         Command::Operator(args) => operator::run(args).await,
         Command::Storage(args) => storage::run(args).await,
+        Command::Chaos(args) => chaos::run(args).await,
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 
+use crate::error::Failures;
 use crate::events::Publisher;
 use crate::metrics::Metrics;
 use crate::webhooks::ConversionTarget;
@@ -59,7 +60,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Where Ratchet's CRDs' conversion must point, when this operator serves it.
     pub conversion: Option<ConversionTarget>,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: Mutex<HashMap<String, Failures>>,
 }
 
 impl Context {
@@ -83,12 +84,13 @@ impl Context {
         self
     }
 
-    /// Counts one more consecutive failure for the object and returns the count.
-    pub fn record_failure(&self, key: &str) -> u32 {
+    /// Counts one more consecutive failure for the object; returns its counts
+    /// and how long to wait before the next try.
+    pub fn record_failure(&self, key: &str, transient: bool) -> (Failures, std::time::Duration) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let count = failures.entry(key.to_string()).or_default();
-        *count = count.saturating_add(1);
-        *count
+        let counts = failures.entry(key.to_string()).or_default();
+        let delay = counts.record(transient);
+        (*counts, delay)
     }
 
     /// Forgets the object's failures after a successful pass.

@@ -39,6 +39,25 @@ impl Error {
     }
 }
 
+impl Error {
+    /// Whether the failure says nothing about the resource: the API server
+    /// unreachable, restarting, overloaded or briefly failing, or a write that
+    /// lost a race. Retrying soon is the cure, and such failures must not grow
+    /// the resource's back-off: an outage of seconds would otherwise delay the
+    /// next reaction by minutes.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Kube(kube::Error::Api(status)) => {
+                matches!(status.code, 408 | 409 | 429 | 500 | 502 | 503 | 504)
+            }
+            Error::Kube(
+                kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_),
+            ) => true,
+            _ => false,
+        }
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Per-object retry delay after `failures` consecutive failures: 1 s doubling to 5 min.
@@ -49,10 +68,80 @@ pub fn backoff(failures: u32) -> Duration {
     Duration::from_secs(secs.min(300))
 }
 
+/// Retry delay after `attempts` consecutive transient failures: 100 ms doubling
+/// to 1 s, so a resource is retried within a second of the API server serving again.
+pub fn transient_backoff(attempts: u32) -> Duration {
+    let millis = 100u64
+        .checked_shl(attempts.saturating_sub(1))
+        .unwrap_or(u64::MAX);
+    Duration::from_millis(millis.min(1000))
+}
+
+/// One object's consecutive failures, counted apart by kind: transient ones
+/// retry fast and leave the real failures' back-off where it was.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Failures {
+    pub real: u32,
+    pub transient: u32,
+}
+
+impl Failures {
+    /// Counts one more failure and says how long to wait before the next try.
+    pub fn record(&mut self, transient: bool) -> Duration {
+        if transient {
+            self.transient = self.transient.saturating_add(1);
+            transient_backoff(self.transient)
+        } else {
+            self.transient = 0;
+            self.real = self.real.saturating_add(1);
+            backoff(self.real)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::backoff;
+    use super::{Failures, backoff, transient_backoff};
     use std::time::Duration;
+
+    #[test]
+    fn transient_failures_retry_within_a_second_and_keep_the_real_backoff() {
+        let mut failures = Failures::default();
+        for _ in 0..3 {
+            failures.record(false);
+        }
+        let delays: Vec<Duration> = (0..20).map(|_| failures.record(true)).collect();
+        assert_eq!(delays[0], Duration::from_millis(100));
+        assert!(delays.iter().all(|d| *d <= Duration::from_secs(1)));
+        assert_eq!(
+            failures.real, 3,
+            "an outage does not grow the real back-off"
+        );
+        assert_eq!(failures.record(false), Duration::from_secs(8));
+        assert_eq!(failures.transient, 0);
+        assert_eq!(transient_backoff(200), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn only_api_server_trouble_is_transient() {
+        let api = |code: u16| {
+            super::Error::Kube(kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                ..Default::default()
+            })))
+        };
+        for code in [408, 409, 429, 500, 502, 503, 504] {
+            assert!(api(code).is_transient(), "{code}");
+        }
+        for code in [400, 403, 404, 422] {
+            assert!(!api(code).is_transient(), "{code}");
+        }
+        let blocked = super::Error::Blocked {
+            reason: "ExpandFailed".into(),
+            message: "the Job failed".into(),
+        };
+        assert!(!blocked.is_transient());
+    }
 
     #[test]
     fn backoff_doubles_and_caps() {

@@ -1,9 +1,94 @@
-//! Publishing the machine's events through one recorder.
+//! Publishing events. A transition's events are published exactly once, even
+//! across crashes ([`publish_once`]); the operator's own notices go through one
+//! recorder behind an ordered queue ([`Publisher`]).
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event as EventObject;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder};
+use ratchet_phase_machine::hash::content_hash;
 use ratchet_phase_machine::{Event, EventType};
 use tokio::sync::mpsc;
+
+/// The controller events name as their reporter.
+pub const REPORTING_CONTROLLER: &str = "ratchet";
+
+/// Publishes `events` about `regarding` with names derived from the resource's
+/// UID, `occasion` (what the events announce: the status they leave, a check
+/// Job's UID) and each event's place, before the change they announce is
+/// recorded. A crash after publishing and before recording repeats the same
+/// decision from the same state next time, so the repeat create answers
+/// `AlreadyExists`: never lost (published before it is recorded), never
+/// doubled (the same name), also when two replicas act without leader election.
+///
+/// Returns the other reporting instances that had published one of them
+/// first: a replica that took over from a crashed leader, or, without leader
+/// election, a second operator acting on the same resources.
+pub async fn publish_once(
+    client: &kube::Client,
+    instance: &str,
+    regarding: &ObjectReference,
+    occasion: &str,
+    events: &[Event],
+) -> Result<Vec<String>, kube::Error> {
+    let namespace = regarding.namespace.clone().unwrap_or_default();
+    let api: Api<EventObject> = Api::namespaced(client.clone(), &namespace);
+    let creates = events.iter().enumerate().map(|(index, event)| {
+        let object = event_object(instance, regarding, occasion, index, event);
+        let api = api.clone();
+        async move {
+            match api.create(&PostParams::default(), &object).await {
+                Ok(_) => Ok(None),
+                Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                    let name = object.metadata.name.unwrap_or_default();
+                    let first = api.get_opt(&name).await?.and_then(|e| e.reporting_instance);
+                    Ok(first.filter(|first| first != instance))
+                }
+                Err(e) => Err(e),
+            }
+        }
+    });
+    let others = futures::future::try_join_all(creates).await?;
+    Ok(others.into_iter().flatten().collect())
+}
+
+/// The event object, with its name derived as [`publish_once`] says.
+fn event_object(
+    instance: &str,
+    regarding: &ObjectReference,
+    occasion: &str,
+    index: usize,
+    event: &Event,
+) -> EventObject {
+    let uid = regarding.uid.as_deref().unwrap_or_default();
+    let identity = format!("{uid}\0{occasion}\0{index}\0{}", event.reason);
+    let subject = regarding.name.as_deref().unwrap_or("resource");
+    // An event name is a DNS subdomain (at most 253 characters).
+    let prefix = truncate(subject, 200);
+    EventObject {
+        metadata: ObjectMeta {
+            name: Some(format!("{prefix}.{}", content_hash(identity.as_bytes()))),
+            namespace: regarding.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+        type_: Some(
+            match event.kind {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            }
+            .into(),
+        ),
+        reason: Some(event.reason.clone()),
+        note: Some(truncate(&event.message, 1024)),
+        action: Some("Reconcile".into()),
+        reporting_controller: Some(REPORTING_CONTROLLER.into()),
+        reporting_instance: Some(truncate(instance, 128)),
+        regarding: Some(regarding.clone()),
+        ..EventObject::default()
+    }
+}
 
 /// Publishes events in the order they are queued, off the reconcile path: a
 /// pass hands its events over and ends, so the next pass (the next reaction)
@@ -69,4 +154,56 @@ fn truncate(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(uid: &str) -> ObjectReference {
+        ObjectReference {
+            name: Some("c".into()),
+            namespace: Some("ns".into()),
+            uid: Some(uid.into()),
+            ..ObjectReference::default()
+        }
+    }
+
+    fn event(reason: &str) -> Event {
+        Event {
+            kind: EventType::Normal,
+            reason: reason.into(),
+            message: "m".into(),
+        }
+    }
+
+    fn name(uid: &str, occasion: &str, index: usize, reason: &str) -> String {
+        event_object("r", &reference(uid), occasion, index, &event(reason))
+            .metadata
+            .name
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_repeated_decision_names_its_events_alike_and_anything_else_differently() {
+        let once = name("u1", "status-a", 0, "ExpandComplete");
+        assert_eq!(once, name("u1", "status-a", 0, "ExpandComplete"));
+        assert!(once.starts_with("c."));
+        for other in [
+            name("u2", "status-a", 0, "ExpandComplete"),
+            name("u1", "status-b", 0, "ExpandComplete"),
+            name("u1", "status-a", 1, "ExpandComplete"),
+            name("u1", "status-a", 0, "MigrateComplete"),
+        ] {
+            assert_ne!(once, other);
+        }
+    }
+
+    #[test]
+    fn names_fit_a_dns_subdomain() {
+        let mut long = reference("u");
+        long.name = Some("x".repeat(253));
+        let object = event_object("r", &long, "o", 0, &event("E"));
+        assert!(object.metadata.name.unwrap_or_default().len() <= 253);
+    }
 }

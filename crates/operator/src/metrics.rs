@@ -76,6 +76,7 @@ pub struct Metrics {
     webhook_duration: Family<ServiceLabels, Histogram>,
     migrations: Family<MigrationLabels, Counter>,
     migrated_objects: Family<CrdLabels, Counter>,
+    other_replicas: Counter,
     ready: AtomicBool,
 }
 
@@ -132,6 +133,12 @@ impl Default for Metrics {
             "Objects rewritten in their CRD's storage version",
             migrated_objects.clone(),
         );
+        let other_replicas = Counter::default();
+        registry.register(
+            "other_replica_transitions",
+            "Transitions another operator instance had published first while leader election is off (should stay 0)",
+            other_replicas.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -143,6 +150,7 @@ impl Default for Metrics {
             webhook_duration,
             migrations,
             migrated_objects,
+            other_replicas,
             ready: AtomicBool::new(false),
         }
     }
@@ -170,6 +178,11 @@ impl Metrics {
         self.reconcile_duration
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
+    }
+
+    /// Another instance published a transition first (see `other_replica_transitions`).
+    pub fn other_replica_acting(&self) {
+        self.other_replicas.inc();
     }
 
     pub fn failed(&self, service: &str, reason: &str) {

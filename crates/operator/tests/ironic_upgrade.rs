@@ -568,6 +568,40 @@ async fn an_upgrade_check_that_errors_fails_the_phase_before_any_pin() -> Result
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_check_stops_the_upgrade_before_any_pin_naming_the_check() -> Result<()> {
+    // What the shared wrapper writes when a check's result is Failure (the
+    // wrapper itself runs for real in the phase machine's unit tests).
+    let said = "ironic-status upgrade check exit 2; failed: Hardware Types and Interfaces";
+    let (h, failed) = upgrade_failing(
+        "ironic-check-2",
+        "i-upgrade-check",
+        Behaviour::always_exit(2, said),
+        "UpgradeCheckFailed",
+    )
+    .await?;
+    let status = failed.status.context("status")?;
+    ensure!(status.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
+    ensure!(status.installed_release == "2026.1" && status.pinned_release.is_empty());
+    let message = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "DatabaseReady")
+        .map(|c| c.message.clone())
+        .context("DatabaseReady")?;
+    ensure!(
+        message.contains("failed: Hardware Types and Interfaces"),
+        "{message}"
+    );
+    // A failed check fails again until its cause is fixed: one pod, no retries.
+    let job: Job = h.api::<Job>().get("i-upgrade-check").await?;
+    ensure!(job.status.and_then(|s| s.failed) == Some(1));
+    let conductors: StatefulSet = h.api::<StatefulSet>().get("i-conductor").await?;
+    ensure!(pinned_template(conductors.spec.as_ref().map(|s| &s.template)).is_none());
+    h.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_upgrade_exit_2_names_the_incomplete_online_migrations() -> Result<()> {
     let (h, failed) = upgrade_failing(
         "ironic-dbup-2",

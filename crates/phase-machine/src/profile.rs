@@ -88,6 +88,51 @@ pub struct Profile {
 impl JobTemplate {
     pub const DEFAULT_BACKOFF_LIMIT: i32 = 4;
 
+    /// An oslo.upgradecheck `<binary> --config-dir <dir> upgrade check` (0 ok,
+    /// 1 warning, 2 failure, 255 error) in the one wrapper every service
+    /// shares. It prints the check's table to the log and records
+    /// `<binary> upgrade check exit <rc>` in the termination message; it exits
+    /// 0 for the codes the service `tolerates`, which the machine reports once
+    /// (warnings for the non-zero ones), and otherwise fails the Job at once
+    /// with the check's own code, adding `; failed: <check>, …` (the names of
+    /// the checks whose result is Failure) to the message, so the phase's
+    /// failure names what to fix (a failed check fails the Job at once: it
+    /// fails again until its cause is fixed).
+    pub fn upgrade_check(
+        suffix: &'static str,
+        binary: &str,
+        config_dir: &str,
+        tolerates: &[i32],
+    ) -> JobTemplate {
+        let tolerated: Vec<String> = tolerates.iter().map(i32::to_string).collect();
+        let script = format!(
+            "out=$({binary} --config-dir {config_dir} upgrade check 2>&1); rc=$?; \
+             printf '%s\\n' \"$out\"; \
+             case $rc in {tolerated}) \
+             echo \"{binary} upgrade check exit $rc\" > /dev/termination-log; exit 0 ;; esac; \
+             failed=$(printf '%s\\n' \"$out\" | awk -F'|' \
+             '/ Check: /{{c=$2; sub(/^ *Check: */, \"\", c); sub(/ *$/, \"\", c)}} \
+             / Result: Failure/{{printf \"%s%s\", s, c; s=\", \"}}'); \
+             echo \"{binary} upgrade check exit $rc${{failed:+; failed: $failed}}\" > /dev/termination-log; \
+             exit $rc",
+            tolerated = tolerated.join("|"),
+        );
+        // A failed check fails again until its cause is fixed: no retries. An
+        // unexpected error (255) may pass (the database was away): retried.
+        let fail_fast = if tolerates.contains(&2) {
+            vec![]
+        } else {
+            vec![2]
+        };
+        JobTemplate {
+            suffix,
+            command: vec!["/bin/sh".into(), "-c".into(), script],
+            fail_fast_exit_codes: fail_fast,
+            reports_check: true,
+            ..JobTemplate::default()
+        }
+    }
+
     pub fn backoff_limit(&self) -> i32 {
         self.backoff_limit.unwrap_or(Self::DEFAULT_BACKOFF_LIMIT)
     }
@@ -132,5 +177,108 @@ impl Profile {
                 Step::Roll { .. } => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobTemplate;
+
+    /// What oslo.upgradecheck 2.x prints (captured from a real run).
+    const TABLE: &str = "\
++-------------------------------------------+
+| Upgrade Check Results                     |
++-------------------------------------------+
+| Check: Database Schema                    |
+| Result: Success                           |
+| Details: None                             |
++-------------------------------------------+
+| Check: Hardware Types and Interfaces      |
+| Result: Failure                           |
+| Details: DriverLoadError ipxe             |
++-------------------------------------------+
+| Check: Policy File JSON to YAML Migration |
+| Result: Warning                           |
+| Details: something                        |
++-------------------------------------------+";
+
+    /// Runs the wrapper with /bin/sh, a stand-in `svc-status` that prints the
+    /// table and exits `rc`, and the termination log in a temporary file;
+    /// returns the wrapper's exit code and termination message.
+    fn run(tolerates: &[i32], rc: i32) -> (i32, String) {
+        let dir = std::env::temp_dir().join(format!(
+            "ratchet-check-{}-{rc}-{}",
+            std::process::id(),
+            tolerates.len()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let table = dir.join("table");
+        std::fs::write(&table, TABLE).expect("table");
+        let fake = dir.join("svc-status");
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\ncat {}\nexit {rc}\n", table.display()),
+        )
+        .expect("fake");
+        let status = std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&fake)
+            .status();
+        assert!(status.is_ok_and(|s| s.success()));
+        let log = dir.join("termination-log");
+        let template = JobTemplate::upgrade_check("check", "svc-status", "/etc/svc", tolerates);
+        let script =
+            template.command[2].replace("/dev/termination-log", &log.display().to_string());
+        let path = format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", &script])
+            .env("PATH", path)
+            .output()
+            .expect("sh runs");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Result: Failure"),
+            "the table reaches the log"
+        );
+        let message = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        (out.status.code().unwrap_or(-1), message.trim().to_string())
+    }
+
+    #[test]
+    fn tolerated_codes_succeed_with_the_seed_s_message() {
+        assert_eq!(
+            run(&[0, 1, 2], 2),
+            (0, "svc-status upgrade check exit 2".into())
+        );
+        assert_eq!(
+            run(&[0, 1], 1),
+            (0, "svc-status upgrade check exit 1".into())
+        );
+    }
+
+    #[test]
+    fn other_codes_fail_with_their_own_code_naming_the_failed_checks() {
+        assert_eq!(
+            run(&[0, 1], 2),
+            (
+                2,
+                "svc-status upgrade check exit 2; failed: Hardware Types and Interfaces".into()
+            )
+        );
+        let template = JobTemplate::upgrade_check("check", "svc-status", "/etc/svc", &[0, 1]);
+        assert_eq!(
+            template.fail_fast_exit_codes,
+            [2],
+            "a failed check is not retried"
+        );
+        assert!(
+            JobTemplate::upgrade_check("check", "s", "/d", &[0, 1, 2])
+                .fail_fast_exit_codes
+                .is_empty()
+        );
     }
 }

@@ -160,8 +160,10 @@ pub fn check_report(profile: &Profile, obs: &Observed) -> Option<CheckReport> {
 
 /// The exit code in a wrapper's termination message, `... exit <rc>`.
 pub fn check_exit_code(message: &str) -> Option<i32> {
-    let (_, rest) = message.trim().rsplit_once("exit ")?;
-    rest.trim().parse().ok()
+    // The wrapper's own words come first; failed checks' names may follow.
+    let (_, rest) = message.trim().split_once("exit ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// `HighlyAvailable`, for profiles that name a replica minimum: a warning when
@@ -296,6 +298,10 @@ mod tests {
             Some(0)
         );
         assert_eq!(check_exit_code("exit 255"), Some(255));
+        assert_eq!(
+            check_exit_code("ironic-status upgrade check exit 2; failed: Hardware exit 3 Check"),
+            Some(2)
+        );
         assert_eq!(check_exit_code("garbage"), None);
         assert_eq!(check_exit_code(""), None);
         assert_eq!(check_exit_code("exit two"), None);

@@ -272,8 +272,15 @@ fn advance(
                             Some(r) => (r.reason, format!("{}; ", r.explanation)),
                             None => (*failed_reason, String::new()),
                         };
+                        // What the pod itself said (e.g. the failed checks' names).
+                        let said = current
+                            .and_then(|j| j.termination_message.as_deref())
+                            .map(str::trim)
+                            .filter(|m| !m.is_empty())
+                            .map(|m| format!("; its pod said: {m}"))
+                            .unwrap_or_default();
                         let text = format!(
-                            "{span}: {}-{} failed in {} ({message}); {explanation}fix the cause, then delete the Job or change the image to retry",
+                            "{span}: {}-{} failed in {} ({message}{said}); {explanation}fix the cause, then delete the Job or change the image to retry",
                             profile.service, template.suffix, phase.name
                         );
                         return Draft {

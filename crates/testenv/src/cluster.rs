@@ -280,6 +280,37 @@ impl LocalCluster {
         self.controller_manager.stop();
     }
 
+    /// Starts the controller-manager again with the same flags.
+    pub async fn start_controller_manager(&mut self, timeout: Duration) -> Result<()> {
+        self.controller_manager.restart()?;
+        wait_controller_manager(&mut self.controller_manager, &self.config, timeout).await
+    }
+
+    /// Kills kube-apiserver (SIGKILL, as a crashed or evicted one); clients see
+    /// refused connections until [`Self::start_apiserver`].
+    pub fn stop_apiserver(&mut self) {
+        self.apiserver.stop();
+    }
+
+    /// Starts kube-apiserver again on the same port with the same flags and
+    /// certificates, and waits until it answers `/readyz`.
+    pub async fn start_apiserver(&mut self, timeout: Duration) -> Result<()> {
+        self.apiserver.restart()?;
+        wait_apiserver(&mut self.apiserver, &self.config, timeout).await
+    }
+
+    /// Kills etcd; the API server stays up but cannot read or write.
+    pub fn stop_etcd(&mut self) {
+        self.etcd.stop();
+    }
+
+    /// Starts etcd again on its ports with its data, and waits until it is healthy.
+    pub async fn start_etcd(&mut self, timeout: Duration) -> Result<()> {
+        self.etcd.restart()?;
+        let client = &self.etcd_client;
+        self.etcd.wait_ready(timeout, || client.healthy()).await
+    }
+
     /// Whether the temporary directory is removed on drop.
     pub fn keeps_dir(&self) -> bool {
         self.dir.is_none()
@@ -378,6 +409,15 @@ async fn start_apiserver(
         &args,
         dir.join("kube-apiserver.log"),
     )?;
+    wait_apiserver(&mut apiserver, config, timeout).await?;
+    Ok(apiserver)
+}
+
+async fn wait_apiserver(
+    apiserver: &mut ManagedProcess,
+    config: &Config,
+    timeout: Duration,
+) -> Result<()> {
     let client = Client::try_from(config.clone())?;
     apiserver
         .wait_ready(timeout, || {
@@ -394,8 +434,7 @@ async fn start_apiserver(
                 }
             }
         })
-        .await?;
-    Ok(apiserver)
+        .await
 }
 
 async fn start_controller_manager(
@@ -434,16 +473,26 @@ async fn start_controller_manager(
         &args,
         dir.join("kube-controller-manager.log"),
     )?;
-    // Ready means controllers run: the service-account controller has created
-    // the default namespace's ServiceAccount, which pods need to be admitted.
+    wait_controller_manager(&mut kcm, config, timeout).await?;
+    Ok(kcm)
+}
+
+/// Ready means controllers run: the service-account controller has created
+/// the default namespace's ServiceAccount, which pods need to be admitted.
+/// (After a restart it is already there; the process being alive then is all
+/// this can tell.)
+async fn wait_controller_manager(
+    kcm: &mut ManagedProcess,
+    config: &Config,
+    timeout: Duration,
+) -> Result<()> {
     let client = Client::try_from(config.clone())?;
     let accounts: Api<ServiceAccount> = Api::namespaced(client, "default");
     kcm.wait_ready(timeout, || {
         let accounts = accounts.clone();
         async move { matches!(accounts.get_opt("default").await, Ok(Some(_))) }
     })
-    .await?;
-    Ok(kcm)
+    .await
 }
 
 fn kubeconfig_json(server: &str, pki: &PkiFiles) -> serde_json::Value {

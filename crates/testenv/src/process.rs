@@ -64,10 +64,13 @@ fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
         .map_err(|_| std::io::Error::other("spawner thread dropped the request"))?
 }
 
-/// One running component of the control plane.
+/// One running component of the control plane, restartable in place (same
+/// binary, flags, ports and data).
 pub struct ManagedProcess {
     component: &'static str,
     child: Child,
+    binary: PathBuf,
+    args: Vec<String>,
     log: PathBuf,
 }
 
@@ -79,20 +82,23 @@ impl ManagedProcess {
         log: PathBuf,
     ) -> Result<ManagedProcess> {
         let out = File::create(&log).at(&log)?;
-        let err = out.try_clone().at(&log)?;
-        let mut command = Command::new(binary);
-        command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err));
-        let child = spawn_tied_to_process(command)
-            .map_err(|source| TestEnvError::Spawn { component, source })?;
+        let child = spawn(component, binary, args, &log, out)?;
         Ok(ManagedProcess {
             component,
             child,
+            binary: binary.to_path_buf(),
+            args: args.to_vec(),
             log,
         })
+    }
+
+    /// Starts the process again as it was first started (after [`Self::stop`],
+    /// or kills it first), appending to its log.
+    pub fn restart(&mut self) -> Result<()> {
+        self.stop();
+        let out = File::options().append(true).open(&self.log).at(&self.log)?;
+        self.child = spawn(self.component, &self.binary, &self.args, &self.log, out)?;
+        Ok(())
     }
 
     pub fn component(&self) -> &'static str {
@@ -174,6 +180,23 @@ impl Drop for ManagedProcess {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+fn spawn(
+    component: &'static str,
+    binary: &Path,
+    args: &[String],
+    log: &Path,
+    out: File,
+) -> Result<Child> {
+    let err = out.try_clone().at(log)?;
+    let mut command = Command::new(binary);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    spawn_tied_to_process(command).map_err(|source| TestEnvError::Spawn { component, source })
 }
 
 pub fn log_tail(path: &Path, lines: usize) -> String {

@@ -10,6 +10,18 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 
+/// A watch's retry after an error: 100 ms doubling to 1 s, so waits and the
+/// simulated kubelet are back within a second of an API-server restart
+/// (kube's default waits up to 30 s, longer than the outages tests cause).
+pub fn fast_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(1))
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
 /// The condition did not hold in time; carries the last state seen.
 #[derive(Debug, thiserror::Error)]
 #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
@@ -35,7 +47,7 @@ where
 {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut stream = watcher::watcher(api.clone(), config)
-        .default_backoff()
+        .backoff(fast_backoff())
         .boxed();
     let mut last: Option<K> = None;
     let mut listed_present = false;
@@ -142,7 +154,7 @@ where
     F: FnMut(&K) -> bool,
 {
     let mut stream = watcher::watcher(api.clone(), watcher::Config::default())
-        .default_backoff()
+        .backoff(fast_backoff())
         .boxed();
     // Name → whether that object satisfied `check` in its latest version.
     let mut satisfied: std::collections::BTreeMap<String, bool> = Default::default();
@@ -202,7 +214,7 @@ where
     F: FnMut(&K) -> bool,
 {
     let mut stream = watcher::watcher(api.clone(), watcher::Config::default())
-        .default_backoff()
+        .backoff(fast_backoff())
         .applied_objects()
         .boxed();
     let mut seen = 0usize;

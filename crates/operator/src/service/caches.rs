@@ -3,16 +3,25 @@
 //! change reaches the controller), so a pass woken by a child's change reads
 //! that change from memory instead of listing it again: no round trip for
 //! observing Jobs, workloads, ConfigMaps and Services.
+//!
+//! A watch that fails (the API server restarting, a dropped connection) retries
+//! on its own within a second ([`WATCH_RETRY`]) and its errors stop here: passed
+//! on, they would put the controller's whole trigger stream into kube's default
+//! back-off (up to 30 s without any trigger, for every resource), which is what
+//! stalled upgrades for minutes after a few seconds of API-server outage.
 
 use std::sync::Arc;
 
-use futures::{FutureExt, Stream};
+use std::time::Duration;
+
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::ExponentialBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 
@@ -42,6 +51,52 @@ pub struct Triggers {
 
 pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
+/// The longest a failed watch waits before it tries again: the API server is
+/// back for the operator within this long of serving again. A handful of watches
+/// retrying once a second is nothing to an API server; waiting longer is what
+/// users see as a stalled upgrade.
+pub const WATCH_RETRY: Duration = Duration::from_secs(1);
+
+/// 100 ms doubling to [`WATCH_RETRY`], with jitter, for as long as it takes.
+pub fn watch_backoff() -> ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(WATCH_RETRY)
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
+/// A reflector over `api` with `config`: fills its store, retries on its own
+/// and yields only objects (errors are logged, see the module docs).
+pub fn reflected<K>(api: kube::Api<K>, config: watcher::Config) -> (Store<K>, Trigger<K>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let kind = K::kind(&()).into_owned();
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, config))
+        .backoff(watch_backoff())
+        .touched_objects()
+        .filter_map(move |item| {
+            let kept = match item {
+                Ok(object) => Some(Ok(object)),
+                Err(error) => {
+                    tracing::warn!(kind = %kind, %error, "watch failed; retrying");
+                    None
+                }
+            };
+            std::future::ready(kept)
+        });
+    (store, Box::pin(stream))
+}
+
 fn cached<K>(ctx: &Context) -> (Store<K>, Trigger<K>)
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
@@ -53,11 +108,7 @@ where
         + 'static,
 {
     let owned = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
-    let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api::<K>(ctx), owned))
-        .default_backoff()
-        .touched_objects();
-    (store, Box::pin(stream))
+    reflected(api::<K>(ctx), owned)
 }
 
 impl Caches {

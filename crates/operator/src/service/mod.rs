@@ -28,13 +28,14 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use caches::watch_backoff;
 pub use model::ServiceModel;
 pub use render::Owner;
 
 use caches::Caches;
 
 use crate::context::Context;
-use crate::error::{Error, backoff};
+use crate::error::Error;
 
 /// An OpenStack service resource the shared controller drives.
 pub trait OpenStackService:
@@ -91,9 +92,9 @@ fn key<S: OpenStackService>(object: &S) -> String {
 
 fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.failed(S::SERVICE, &error.metric_label());
-    let failures = ctx.record_failure(&key(object.as_ref()));
-    let delay = backoff(failures);
-    tracing::warn!(resource = %key(object.as_ref()), error = %error, failures, retry_in = ?delay, "reconcile failed");
+    let transient = error.is_transient();
+    let (failures, delay) = ctx.record_failure(&key(object.as_ref()), transient);
+    tracing::warn!(resource = %key(object.as_ref()), error = %error, transient, failures = failures.real, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
@@ -108,7 +109,11 @@ pub async fn run<S: OpenStackService>(
 {
     let (caches, triggers) = Caches::start(&ctx);
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
-    Controller::new(api::<S>(&ctx), watcher::Config::default())
+    // Our own reflector rather than `Controller::new`'s: it retries a failed
+    // watch within a second and keeps its errors out of the trigger stream.
+    let (resources, resource_stream) =
+        caches::reflected(api::<S>(&ctx), watcher::Config::default());
+    Controller::for_stream(resource_stream, resources)
         .owns_stream(triggers.jobs)
         .owns_stream(triggers.deployments)
         .owns_stream(triggers.stateful_sets)

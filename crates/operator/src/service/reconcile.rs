@@ -25,6 +25,7 @@ use super::render::{self, Owner, PodParams};
 use crate::children::{apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::events;
 use crate::labels::TEMPLATE_HASH;
 
 /// The controller's pass for service `S`: its caches, and the last version of
@@ -119,19 +120,26 @@ impl<S: OpenStackService> Pass<S> {
             .iter()
             .partition(|a| matches!(a, JobAction::Delete { .. }));
         execute_jobs(&ctx, &owner, &model, &children, &deletions).await?;
+        let reference = object.object_ref(&());
         let (_, _, written) = tokio::try_join!(
             execute_jobs(&ctx, &owner, &model, &children, &ensures),
             self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
-            write_status(&ctx, profile, object.as_ref(), &owner, &decision),
+            record_transition(
+                &ctx,
+                profile,
+                object.as_ref(),
+                &owner,
+                &reference,
+                &decision
+            ),
         )?;
         if let Some(written) = written {
             self.remember(written);
         }
-        let reference = object.object_ref(&());
-        ctx.events.publish(&reference, &decision.events);
         replace_stuck_pods(&ctx, &owner, &reference, &children.stuck_pods).await?;
         if let Some(report) = &decision.check_report {
-            let annotated = report_check::<S>(&ctx, &owner, &reference, report).await?;
+            let annotated =
+                report_check::<S>(&ctx, object.as_ref(), &owner, &reference, report).await?;
             self.remember(annotated);
         }
 
@@ -326,15 +334,31 @@ async fn execute_jobs(
     Ok(())
 }
 
-/// Writes the decided status when it differs from the stored one; returns the
-/// resource as written.
-async fn write_status<S: OpenStackService>(
+/// Publishes the decision's events, then writes the decided status when it
+/// differs from the stored one; returns the resource as written. The events
+/// are named after the status they leave (see `events::publish_once`), so a
+/// crash between the two cannot lose them or, repeated, double them.
+async fn record_transition<S: OpenStackService>(
     ctx: &Context,
     profile: &Profile,
     object: &S,
     owner: &Owner,
+    reference: &ObjectReference,
     decision: &Decision,
 ) -> Result<Option<S>> {
+    if !decision.events.is_empty() {
+        let left = serde_json::to_vec(&object.current_status())?;
+        let occasion = format!("status/{}", content_hash(&left));
+        let others = events::publish_once(
+            &ctx.client,
+            &ctx.config.instance,
+            reference,
+            &occasion,
+            &decision.events,
+        )
+        .await?;
+        warn_of_other_replicas(ctx, owner, &others);
+    }
     let status = S::desired_status(profile, &decision.status);
     if object.current_status() == Some(&status) {
         return Ok(None);
@@ -347,42 +371,81 @@ async fn write_status<S: OpenStackService>(
     ))
 }
 
-/// Reports an upgrade check exactly once per Job: the Job's UID is recorded on
-/// the resource first, then the event is published. If recording fails, a
-/// Warning says the report is deferred and the pass fails, so the next one
-/// reports it.
+/// Reports an upgrade check exactly once per Job, also across crashes, in
+/// three steps: the resource records that Job's report as due
+/// (`reporting:<uid>`), the event is published under a name derived from the
+/// Job's UID, then the resource records it as done (`<uid>`). If the first
+/// record fails, nothing is reported: a Warning says the report is deferred
+/// and the pass fails, so the next one reports it (seed C15). A crash after it
+/// leaves the report due, and the repeat publication finds it already there.
 async fn report_check<S: OpenStackService>(
     ctx: &Context,
+    object: &S,
     owner: &Owner,
     reference: &ObjectReference,
     report: &CheckReport,
 ) -> Result<S> {
     let api: Api<S> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let patch = serde_json::json!({ "metadata": { "annotations": { S::CHECK_REPORTED_ANNOTATION: report.job_uid } } });
-    match api
-        .patch(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
+    let record = |value: String| {
+        let api = api.clone();
+        let name = owner.name.clone();
+        async move {
+            let patch = serde_json::json!({ "metadata": { "annotations": { S::CHECK_REPORTED_ANNOTATION: value } } });
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    };
+    let due = format!("{CHECK_REPORT_DUE}{}", report.job_uid);
+    let recorded = object
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(S::CHECK_REPORTED_ANNOTATION));
+    if recorded != Some(&due)
+        && let Err(e) = record(due).await
     {
-        Ok(annotated) => {
-            ctx.events
-                .publish(reference, std::slice::from_ref(&report.event));
-            Ok(annotated)
-        }
-        Err(e) => {
-            let deferred = Event {
-                kind: EventType::Warning,
-                reason: event::UPGRADE_CHECK_EVENT_EMISSION_DEFERRED.into(),
-                message: format!(
-                    "could not record the reported check Job {} ({e}); reporting on the next pass",
-                    report.job_uid
-                ),
-            };
-            ctx.events
-                .publish(reference, std::slice::from_ref(&deferred));
-            Err(e.into())
-        }
+        let deferred = Event {
+            kind: EventType::Warning,
+            reason: event::UPGRADE_CHECK_EVENT_EMISSION_DEFERRED.into(),
+            message: format!(
+                "could not record the check Job {} as reported ({e}); reporting on the next pass",
+                report.job_uid
+            ),
+        };
+        ctx.events
+            .publish(reference, std::slice::from_ref(&deferred));
+        return Err(e.into());
+    }
+    let others = events::publish_once(
+        &ctx.client,
+        &ctx.config.instance,
+        reference,
+        &format!("check/{}", report.job_uid),
+        std::slice::from_ref(&report.event),
+    )
+    .await?;
+    warn_of_other_replicas(ctx, owner, &others);
+    Ok(record(report.job_uid.clone()).await?)
+}
+
+/// Without leader election, another instance that published the same
+/// transition first is a second operator acting on the same resources: said
+/// loudly, since only the event names keep the two from doubling everything.
+fn warn_of_other_replicas(ctx: &Context, owner: &Owner, others: &[String]) {
+    if ctx.config.leader_election.is_none() && !others.is_empty() {
+        tracing::error!(
+            name = %owner.name,
+            namespace = %owner.namespace,
+            instance = %ctx.config.instance,
+            others = ?others,
+            "another operator instance acts on this resource and leader election is off: run one replica, or enable --leader-election on every replica"
+        );
+        ctx.metrics.other_replica_acting();
     }
 }
+
+/// The prefix of a check report recorded as due but not yet known published.
+const CHECK_REPORT_DUE: &str = "reporting:";
 
 /// The phase gauge, and the duration of a phase the decision leaves.
 fn record_phase(

@@ -17,18 +17,10 @@ fn manage(args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// `cinder-status upgrade check` in a tolerant wrapper: it records the check's
-/// exit code in the termination message and succeeds for 0 (ok), 1 (warning) and
-/// 2 (failure, e.g. a single volume row without service_uuid), so no severity the
-/// check reports can wedge the upgrade; anything else fails with its own code.
-pub fn upgrade_check_command() -> Vec<String> {
-    let script = format!(
-        "cinder-status --config-dir {CONFIG_DIR} upgrade check; rc=$?; \
-         echo \"cinder-status upgrade check exit $rc\" > /dev/termination-log; \
-         case $rc in 0|1|2) exit 0 ;; *) exit $rc ;; esac"
-    );
-    vec!["/bin/sh".into(), "-c".into(), script]
-}
+/// `cinder-status upgrade check`, tolerating 0 (ok), 1 (warning) and 2
+/// (failure, e.g. a single volume row without service_uuid), so no severity
+/// the check reports can wedge the upgrade (seed C5).
+pub const CHECK_TOLERATES: &[i32] = &[0, 1, 2];
 
 fn job(suffix: &'static str, command: Vec<String>) -> JobTemplate {
     JobTemplate {
@@ -63,10 +55,12 @@ pub fn profile() -> Profile {
                 complete_event: Some("MigrateComplete"),
                 step: Step::Job {
                     failed_reason: "MigrateFailed",
-                    template: JobTemplate {
-                        reports_check: true,
-                        ..job("db-migrate", upgrade_check_command())
-                    },
+                    template: JobTemplate::upgrade_check(
+                        "db-migrate",
+                        "cinder-status",
+                        CONFIG_DIR,
+                        CHECK_TOLERATES,
+                    ),
                 },
                 abortable: true,
                 abort_caution: None,

@@ -37,15 +37,11 @@ fn schema_upgrade(suffix: &'static str) -> JobTemplate {
     }
 }
 
-/// `ironic-status upgrade check` in a tolerant wrapper, as Cinder's check.
-pub fn upgrade_check_command() -> Vec<String> {
-    let script = format!(
-        "ironic-status --config-dir {CONFIG_DIR} upgrade check; rc=$?; \
-         echo \"ironic-status upgrade check exit $rc\" > /dev/termination-log; \
-         case $rc in 0|1|2) exit 0 ;; *) exit $rc ;; esac"
-    );
-    vec!["/bin/sh".into(), "-c".into(), script]
-}
+/// `ironic-status upgrade check` tolerates 0 (ok) and 1 (warning) only: unlike
+/// Cinder's Service UUIDs, no Ironic check fails for a reason that is safe to
+/// upgrade past (a "Hardware Types and Interfaces" failure means conductors
+/// cannot load their drivers), so exit 2 stops the upgrade before any pin.
+pub const CHECK_TOLERATES: &[i32] = &[0, 1];
 
 pub fn profile() -> Profile {
     Profile {
@@ -70,10 +66,17 @@ pub fn profile() -> Profile {
                 step: Step::Job {
                     failed_reason: "UpgradeCheckFailed",
                     template: JobTemplate {
-                        suffix: "upgrade-check",
-                        command: upgrade_check_command(),
-                        reports_check: true,
-                        ..JobTemplate::default()
+                        exit_reasons: vec![ExitReason {
+                            exit_code: 2,
+                            reason: "UpgradeCheckFailed",
+                            explanation: "ironic-status reported a failed check (named in the message); fix its cause",
+                        }],
+                        ..JobTemplate::upgrade_check(
+                            "upgrade-check",
+                            "ironic-status",
+                            CONFIG_DIR,
+                            CHECK_TOLERATES,
+                        )
                     },
                 },
                 abortable: true,

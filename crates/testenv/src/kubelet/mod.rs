@@ -153,7 +153,7 @@ struct Tracked {
 async fn run(state: Arc<KubeletState>) {
     let pods: Api<Pod> = Api::all(state.client.clone());
     let mut events = watcher::watcher(pods, watcher::Config::default())
-        .default_backoff()
+        .backoff(crate::wait::fast_backoff())
         .boxed();
     while let Some(event) = events.next().await {
         match event {
@@ -250,24 +250,40 @@ async fn bind(state: Arc<KubeletState>, pod: Pod) {
             ..ObjectReference::default()
         },
     };
-    let result = api
-        .create_subresource::<Binding, kube::core::Status>(
-            "binding",
-            &name,
-            &PostParams::default(),
-            &binding,
-        )
+    let params = PostParams::default();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let result = retrying(|| {
+            api.create_subresource::<Binding, kube::core::Status>(
+                "binding", &name, &params, &binding,
+            )
+        })
         .await;
-    if let Err(e) = result
-        && !is_not_found(&e)
-    {
-        tracing::warn!(pod = %name, namespace = %ns, error = %e, "simulated kubelet: binding failed");
-        // Let a later event for this pod try again.
-        if let Some(uid) = pod.uid()
-            && let Some(tracked) = state.pods.lock().await.get_mut(&uid)
-        {
-            tracked.binding = false;
+        let Err(e) = result else { return };
+        if is_not_found(&e) {
+            return;
         }
+        // A conflict is also what an API server without etcd answers: the pod
+        // may or may not be bound. Look, as a scheduler would, and try again.
+        let bound = match retrying(|| api.get_opt(&name)).await {
+            Ok(Some(now)) => now.spec.and_then(|s| s.node_name).is_some(),
+            Ok(None) => return,
+            Err(_) => false,
+        };
+        if bound {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(pod = %name, namespace = %ns, error = %e, "simulated kubelet: binding failed");
+            // Let a later event for this pod try again.
+            if let Some(uid) = pod.uid()
+                && let Some(tracked) = state.pods.lock().await.get_mut(&uid)
+            {
+                tracked.binding = false;
+            }
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -337,12 +353,9 @@ async fn lifecycle(state: Arc<KubeletState>, pod: Pod) {
         let api = api.clone();
         let name = name.clone();
         async move {
-            api.patch_status(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
-            )
-            .await
+            let status = json!({ "status": status });
+            let (params, merge) = (PatchParams::default(), Patch::Merge(&status));
+            retrying(|| api.patch_status(&name, &params, &merge)).await
         }
     };
     let report = |result: kube::Result<Pod>| match result {
@@ -425,6 +438,33 @@ async fn lifecycle(state: Arc<KubeletState>, pod: Pod) {
         SystemTime::now(),
     );
     report(patch(ready).await);
+}
+
+/// Runs `call` until it succeeds or fails for a reason other than the API
+/// server being away (refused connections, 5xx), as a kubelet keeps syncing
+/// status through an API-server restart; gives up after two minutes.
+async fn retrying<T, F, Fut>(mut call: F) -> kube::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        match call().await {
+            Err(e) if unavailable(&e) && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn unavailable(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
 }
 
 fn is_not_found(e: &kube::Error) -> bool {

@@ -1,5 +1,8 @@
 //! Small helpers the tests, benchmarks and the demo share: waiting predicates,
-//! example Cinders, and clients that act as a ServiceAccount.
+//! example Cinders, clients that act as a ServiceAccount, and a [`witness`]
+//! of upgrades under faults.
+
+pub mod witness;
 
 use kube::api::PostParams;
 use kube::{Api, Client, Config};
