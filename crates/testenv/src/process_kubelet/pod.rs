@@ -1,0 +1,772 @@
+//! One pod's life on the process kubelet: its network namespace, volumes and
+//! containers; restarts with back-off, probes, termination with a grace
+//! period, and the status the kubelet reports at every step.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Probe, Secret};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::ProcessKubeletOptions;
+use super::images::{Catalogue, ImageRoot, PullError};
+use super::network::{NetnsRuntime, PodNetwork};
+use super::probes::{self, Target};
+use super::sandbox::{self, LaunchSpec};
+use super::spec::{self, Mount, PodFacts, Sources, Waiting};
+use super::status::{self, ContainerView, PodView, State, Terminated};
+use super::volumes::{self, VolumeDir};
+
+/// What every pod worker shares.
+pub(super) struct Context {
+    pub client: Client,
+    pub catalogue: Arc<Catalogue>,
+    pub network: Arc<PodNetwork>,
+    pub node: Arc<NetnsRuntime>,
+    pub options: ProcessKubeletOptions,
+    pub dir: PathBuf,
+}
+
+/// A running pod worker. Sending a grace period stops the pod.
+pub(super) struct PodHandle {
+    pub stop: watch::Sender<Option<u64>>,
+    pub task: JoinHandle<()>,
+}
+
+pub(super) fn spawn(ctx: Arc<Context>, pod: Pod) -> PodHandle {
+    let (stop, stop_rx) = watch::channel(None);
+    let task = tokio::spawn(run_pod(ctx, Arc::new(pod), stop_rx));
+    PodHandle { stop, task }
+}
+
+/// The pod's directory: logs, termination messages, volumes.
+pub fn pod_dir(kubelet_dir: &Path, namespace: &str, name: &str) -> PathBuf {
+    kubelet_dir.join("pods").join(namespace).join(name)
+}
+
+/// The view of the pod and its last reported status.
+struct Shared {
+    view: std::sync::Mutex<PodView>,
+    last: tokio::sync::Mutex<Option<Value>>,
+    api: Api<Pod>,
+    name: String,
+}
+
+impl Shared {
+    fn update(&self, index: usize, f: impl FnOnce(&mut ContainerView)) {
+        if let Ok(mut view) = self.view.lock()
+            && let Some(c) = view.containers.get_mut(index)
+        {
+            f(c);
+        }
+    }
+
+    fn update_all(&self, f: impl Fn(&mut ContainerView)) {
+        if let Ok(mut view) = self.view.lock() {
+            view.containers.iter_mut().for_each(f);
+        }
+    }
+
+    fn all_done(&self) -> bool {
+        self.view
+            .lock()
+            .map(|v| v.containers.iter().all(|c| c.done))
+            .unwrap_or(true)
+    }
+
+    /// Writes the current status when it differs from the last one written.
+    async fn publish(&self) {
+        let mut last = self.last.lock().await;
+        let Ok(view) = self.view.lock().map(|v| v.clone()) else {
+            return;
+        };
+        let now = SystemTime::now();
+        let mut status = status::status(&view, now);
+        status::carry_transition_times(&mut status, last.as_ref(), now);
+        if last.as_ref() == Some(&status) {
+            return;
+        }
+        let patch = Patch::Merge(json!({ "status": status }));
+        match self
+            .api
+            .patch_status(&self.name, &PatchParams::default(), &patch)
+            .await
+        {
+            Ok(_) => *last = Some(status),
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => {
+                tracing::warn!(pod = %self.name, error = %e, "process kubelet: status update failed")
+            }
+        }
+    }
+}
+
+pub(super) fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+async fn fetch_sources(client: &Client, namespace: &str, pod: &Pod) -> kube::Result<Sources> {
+    let (config_maps, secrets) = spec::referenced_sources(pod);
+    let mut sources = Sources::default();
+    let cm_api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    for name in config_maps {
+        let found = cm_api.get_opt(&name).await?;
+        sources.config_maps.insert(name, found);
+    }
+    let secret_api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for name in secrets {
+        let found = secret_api.get_opt(&name).await?;
+        sources.secrets.insert(name, found);
+    }
+    Ok(sources)
+}
+
+/// Waits `delay` unless the pod is stopped first (then true).
+async fn sleep_or_stop(stop: &mut watch::Receiver<Option<u64>>, delay: Duration) -> bool {
+    let stopped = tokio::select! {
+        _ = tokio::time::sleep(delay) => false,
+        _ = stop.wait_for(Option::is_some) => true,
+    };
+    stopped || stop.borrow().is_some()
+}
+
+async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Option<u64>>) {
+    let namespace = pod.namespace().unwrap_or_default();
+    let name = pod.name_any();
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.clone())
+        .unwrap_or_default();
+    let shared = Arc::new(Shared {
+        view: std::sync::Mutex::new(PodView {
+            pod_ip: None,
+            host_ip: ctx.network.bridge_ip().to_string(),
+            started: SystemTime::now(),
+            containers: containers
+                .iter()
+                .map(|c| ContainerView::new(&c.name, c.image.as_deref().unwrap_or_default()))
+                .collect(),
+        }),
+        last: tokio::sync::Mutex::new(None),
+        api: Api::namespaced(ctx.client.clone(), &namespace),
+        name: name.clone(),
+    });
+    let dir = pod_dir(&ctx.dir, &namespace, &name);
+    let uid: String = pod.uid().unwrap_or_default().chars().take(8).collect();
+    let attachment = {
+        let network = ctx.network.clone();
+        let dir = dir.clone();
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            network.attach_pod().map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r)
+    };
+    let attachment = match attachment {
+        Ok(a) => a,
+        Err(e) => {
+            shared.update_all(|c| {
+                c.state = State::Waiting {
+                    reason: "ContainerCreating".into(),
+                    message: format!("failed to set up the pod network: {e}"),
+                }
+            });
+            shared.publish().await;
+            let _ = stop.wait_for(Option::is_some).await;
+            finalize(&ctx.client, &pod).await;
+            return;
+        }
+    };
+    if let Ok(mut view) = shared.view.lock() {
+        view.pod_ip = Some(attachment.ip.to_string());
+    }
+    shared.publish().await;
+    let facts = PodFacts {
+        pod_ip: attachment.ip.to_string(),
+        host_ip: ctx.network.bridge_ip().to_string(),
+        node_name: ctx.options.node_name.clone(),
+    };
+    let hosts = dir.join(format!("hosts-{uid}"));
+    let hosts_text = format!(
+        "# Kubernetes-managed hosts file (process kubelet).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n{}\t{}\n",
+        attachment.ip, name
+    );
+    if let Err(e) = std::fs::write(&hosts, hosts_text) {
+        tracing::warn!(pod = %name, error = %e, "process kubelet: cannot write the hosts file");
+    }
+
+    // Volumes first: a missing ConfigMap or Secret holds every container in
+    // ContainerCreating, retried as the kubelet retries mounts.
+    let volume_root = dir.join(format!("volumes-{uid}"));
+    let volumes = loop {
+        let prepared = match fetch_sources(&ctx.client, &namespace, &pod).await {
+            Ok(sources) => volumes::prepare(&pod, &volume_root, &sources),
+            Err(e) => Err(Waiting::new(
+                "ContainerCreating",
+                format!("reading volume sources: {e}"),
+            )),
+        };
+        match prepared {
+            Ok(v) => break Arc::new(v),
+            Err(waiting) => {
+                shared.update_all(|c| {
+                    c.state = State::Waiting {
+                        reason: waiting.reason.clone(),
+                        message: waiting.message.clone(),
+                    }
+                });
+                shared.publish().await;
+                if sleep_or_stop(&mut stop, ctx.options.config_retry).await {
+                    finalize(&ctx.client, &pod).await;
+                    return;
+                }
+            }
+        }
+    };
+
+    let workers: Vec<JoinHandle<()>> = (0..containers.len())
+        .map(|index| {
+            let worker = ContainerWorker {
+                ctx: ctx.clone(),
+                shared: shared.clone(),
+                pod: pod.clone(),
+                index,
+                container: containers[index].clone(),
+                volumes: volumes.clone(),
+                facts: facts.clone(),
+                netns: attachment.path(),
+                hosts: hosts.clone(),
+                dir: dir.clone(),
+            };
+            tokio::spawn(worker.run(stop.clone()))
+        })
+        .collect();
+    for worker in workers {
+        let _ = worker.await;
+    }
+    shared.publish().await;
+    // Every container is done: the pod's network goes now (a finished Job pod
+    // keeps no namespace); the object stays until it is deleted.
+    drop(attachment);
+    if stop.borrow().is_none() && shared.all_done() {
+        let _ = stop.wait_for(Option::is_some).await;
+    }
+    finalize(&ctx.client, &pod).await;
+}
+
+/// Deletes the pod for good (grace 0), as a kubelet does once its containers are gone.
+pub(super) async fn finalize(client: &Client, pod: &Pod) {
+    let (Some(namespace), name) = (pod.namespace(), pod.name_any()) else {
+        return;
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: pod.uid().map(|uid| kube::api::Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&name, &params).await {
+        Ok(_) => {}
+        Err(e) if is_not_found(&e) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => tracing::warn!(pod = %name, error = %e, "process kubelet: finalising failed"),
+    }
+}
+
+struct ContainerWorker {
+    ctx: Arc<Context>,
+    shared: Arc<Shared>,
+    pod: Arc<Pod>,
+    index: usize,
+    container: Container,
+    volumes: Arc<BTreeMap<String, VolumeDir>>,
+    facts: PodFacts,
+    netns: PathBuf,
+    hosts: PathBuf,
+    dir: PathBuf,
+}
+
+/// How one run of the container ended.
+struct Ended {
+    terminated: Terminated,
+    /// The pod is being deleted: no restart.
+    stopping: bool,
+}
+
+/// Kills the container (and bubblewrap) on drop unless it was seen to exit.
+struct KillOnDrop {
+    pids: [i32; 2],
+    armed: bool,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            for pid in self.pids {
+                // SAFETY: kill has no memory effects; the pids are our own
+                // unreaped children, so they cannot have been reused.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: see KillOnDrop.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(9)),
+        Err(_) => 128 + libc::SIGKILL,
+    }
+}
+
+impl ContainerWorker {
+    fn policy(&self) -> String {
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.restart_policy.clone())
+            .unwrap_or_else(|| "Always".into())
+    }
+
+    fn grace(&self) -> u64 {
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30)
+            .max(0) as u64
+    }
+
+    fn wait_with(&self, waiting: &Waiting) {
+        self.shared.update(self.index, |c| {
+            c.state = State::Waiting {
+                reason: waiting.reason.clone(),
+                message: waiting.message.clone(),
+            };
+            c.ready = false;
+        });
+    }
+
+    async fn run(self, mut stop: watch::Receiver<Option<u64>>) {
+        let reference = self.container.image.clone().unwrap_or_default();
+        let image = {
+            let catalogue = self.ctx.catalogue.clone();
+            let reference = reference.clone();
+            tokio::task::spawn_blocking(move || catalogue.resolve(&reference))
+                .await
+                .unwrap_or_else(|e| Err(PullError(format!("image resolution failed: {e}"))))
+        };
+        let image = match image {
+            Ok(image) => image,
+            Err(PullError(message)) => {
+                self.wait_with(&Waiting::new("ErrImagePull", message));
+                self.shared.publish().await;
+                let _ = stop.wait_for(Option::is_some).await;
+                self.shared.update(self.index, |c| c.done = true);
+                return;
+            }
+        };
+        let mut backoff = self.ctx.options.restart_backoff;
+        loop {
+            let launch = match self.plan(&image).await {
+                Ok(launch) => launch,
+                Err(waiting) => {
+                    self.wait_with(&waiting);
+                    self.shared.publish().await;
+                    if sleep_or_stop(&mut stop, self.ctx.options.config_retry).await {
+                        self.shared.update(self.index, |c| c.done = true);
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let started_at = SystemTime::now();
+            let began = Instant::now();
+            let ended = self.run_once(launch, &mut stop, started_at).await;
+            let code = ended.terminated.exit_code;
+            let policy = self.policy();
+            let restart = !ended.stopping
+                && match policy.as_str() {
+                    "Never" => false,
+                    "OnFailure" => code != 0,
+                    _ => true,
+                };
+            if !restart {
+                let mut terminated = ended.terminated;
+                if code != 0 && policy != "Always" {
+                    // The Job controller's back-off runs from finishedAt (see module docs).
+                    terminated.finished_at = SystemTime::now() - self.ctx.options.failure_backdate;
+                    terminated.started_at = terminated.started_at.min(terminated.finished_at);
+                }
+                self.shared.update(self.index, |c| {
+                    c.state = State::Terminated(terminated);
+                    c.ready = false;
+                    c.done = true;
+                });
+                self.shared.publish().await;
+                return;
+            }
+            if began.elapsed() > Duration::from_secs(60) {
+                backoff = self.ctx.options.restart_backoff;
+            }
+            let name = self.container.name.clone();
+            let pod_name = self.pod.name_any();
+            self.shared.update(self.index, |c| {
+                c.restarts += 1;
+                c.last = Some(ended.terminated);
+                c.ready = false;
+                c.state = State::Waiting {
+                    reason: "CrashLoopBackOff".into(),
+                    message: format!(
+                        "back-off {}s restarting failed container={name} pod={pod_name}",
+                        backoff.as_secs_f64()
+                    ),
+                };
+            });
+            self.shared.publish().await;
+            if sleep_or_stop(&mut stop, backoff).await {
+                self.shared.update(self.index, |c| c.done = true);
+                return;
+            }
+            backoff = (backoff * 2).min(self.ctx.options.max_restart_backoff);
+        }
+    }
+
+    /// Everything to launch one run, or why the container must wait.
+    async fn plan(&self, image: &ImageRoot) -> Result<LaunchSpec, Waiting> {
+        let namespace = self.pod.namespace().unwrap_or_default();
+        let sources = fetch_sources(&self.ctx.client, &namespace, &self.pod)
+            .await
+            .map_err(|e| {
+                Waiting::new(
+                    "CreateContainerConfigError",
+                    format!("reading env sources: {e}"),
+                )
+            })?;
+        let mut env = spec::environment(&self.pod, &self.container, &self.facts, &sources)?;
+        let identity = spec::identity(&self.pod, &self.container, image)?;
+        let defaults = [
+            ("PATH", image.path_env()),
+            ("HOSTNAME", self.pod.name_any()),
+            (
+                "HOME",
+                if identity.uid == 0 { "/root" } else { "/" }.to_string(),
+            ),
+        ];
+        for (k, v) in defaults.into_iter().rev() {
+            if !env.iter().any(|(name, _)| name == k) {
+                env.insert(0, (k.to_string(), v));
+            }
+        }
+        let argv = spec::argv(&self.container, image, &env)?;
+        let mut mounts = spec::image_mounts(image);
+        mounts.extend(volumes::container_mounts(&self.container, &self.volumes)?);
+        let termination = self.termination_file();
+        mounts.push(Mount {
+            source: termination,
+            dest: self
+                .container
+                .termination_message_path
+                .clone()
+                .unwrap_or_else(|| "/dev/termination-log".into()),
+            read_only: false,
+        });
+        if !mounts.iter().any(|m| m.dest == "/etc/hosts") {
+            mounts.push(Mount {
+                source: self.hosts.clone(),
+                dest: "/etc/hosts".into(),
+                read_only: true,
+            });
+        }
+        Ok(LaunchSpec {
+            argv,
+            env,
+            working_dir: self.container.working_dir.clone(),
+            hostname: self.pod.name_any(),
+            identity,
+            mounts,
+            netns: self.netns.clone(),
+            log: self.log_file(),
+        })
+    }
+
+    fn log_file(&self) -> PathBuf {
+        self.dir.join(format!("{}.log", self.container.name))
+    }
+
+    fn termination_file(&self) -> PathBuf {
+        self.dir
+            .join(format!("{}.termination-log", self.container.name))
+    }
+
+    /// Runs the container once, to its exit (or its end by deletion or a failed
+    /// liveness probe).
+    async fn run_once(
+        &self,
+        launch: LaunchSpec,
+        stop: &mut watch::Receiver<Option<u64>>,
+        started_at: SystemTime,
+    ) -> Ended {
+        let start_error = |message: String| Ended {
+            terminated: Terminated {
+                exit_code: 128,
+                reason: "StartError".into(),
+                message,
+                started_at,
+                finished_at: SystemTime::now(),
+            },
+            stopping: false,
+        };
+        let path = launch
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let program = launch.argv.first().cloned().unwrap_or_default();
+        if spec::find_program(&program, &path, &launch.mounts).is_none() {
+            let message = if program.contains('/') {
+                format!(
+                    "failed to start container process: exec: \"{program}\": stat {program}: no such file or directory"
+                )
+            } else {
+                format!(
+                    "failed to start container process: exec: \"{program}\": executable file not found in $PATH"
+                )
+            };
+            return start_error(message);
+        }
+        let termination = self.termination_file();
+        let log = self.log_file();
+        let log_offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let prepared = (|| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(&termination, b"")?;
+            std::fs::set_permissions(&termination, std::fs::Permissions::from_mode(0o666))
+        })();
+        if let Err(e) = prepared {
+            return start_error(format!("cannot create the termination message file: {e}"));
+        }
+        let started =
+            tokio::task::spawn_blocking(move || sandbox::start(&launch).map(|s| (s, launch)))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()));
+        let (started, launch) = match started {
+            Ok(s) => s,
+            Err(e) => return start_error(format!("failed to start container process: {e}")),
+        };
+        let pid = started.pid;
+        let bwrap_pid = started.child.id() as i32;
+        let mut guard = KillOnDrop {
+            pids: [pid, bwrap_pid],
+            armed: true,
+        };
+        let mut child = started.child;
+        let mut wait = tokio::task::spawn_blocking(move || child.wait());
+        let readiness = self.container.readiness_probe.clone();
+        self.shared.update(self.index, |c| {
+            c.state = State::Running { started_at };
+            c.ready = readiness.is_none();
+            c.container_id = Some(format!("process://{pid}"));
+        });
+        self.shared.publish().await;
+
+        let target = Target {
+            pod_ip: self
+                .facts
+                .pod_ip
+                .parse::<IpAddr>()
+                .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            pid,
+            identity: launch.identity.clone(),
+            env: launch.env.clone(),
+        };
+        let readiness_task = readiness.map(|probe| {
+            tokio::spawn(readiness_loop(
+                probe,
+                self.container.clone(),
+                target.clone(),
+                self.ctx.node.clone(),
+                self.shared.clone(),
+                self.index,
+            ))
+        });
+        let (live_tx, live_rx) = tokio::sync::oneshot::channel::<()>();
+        let liveness_task = self.container.liveness_probe.clone().map(|probe| {
+            tokio::spawn(liveness_loop(
+                probe,
+                self.container.clone(),
+                target.clone(),
+                self.ctx.node.clone(),
+                live_tx,
+            ))
+        });
+        let has_liveness = liveness_task.is_some();
+        let live_failed = async {
+            if has_liveness {
+                live_rx.await.is_ok()
+            } else {
+                std::future::pending::<bool>().await
+            }
+        };
+        let mut stopping = false;
+        let status = tokio::select! {
+            status = &mut wait => status.unwrap_or_else(|e| Err(std::io::Error::other(e.to_string()))),
+            grace = grace_when_stopped(stop) => {
+                stopping = true;
+                terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(grace)).await
+            }
+            true = live_failed => {
+                tracing::info!(pod = %self.pod.name_any(), container = %self.container.name, "liveness probe failed, restarting");
+                terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(self.grace())).await
+            }
+        };
+        guard.armed = false;
+        drop(guard);
+        for task in [readiness_task, liveness_task].into_iter().flatten() {
+            task.abort();
+        }
+        let finished_at = SystemTime::now();
+        let code = exit_code(status);
+        let message = self.termination_message(code, &termination, &log, log_offset);
+        Ended {
+            terminated: Terminated::exited(code, message, started_at, finished_at),
+            stopping,
+        }
+    }
+
+    /// The termination message file's content, or with `FallbackToLogsOnError`
+    /// and a failed empty-handed exit the log's tail (80 lines, 2 KiB), as the
+    /// kubelet reads them.
+    fn termination_message(&self, code: i32, file: &Path, log: &Path, offset: u64) -> String {
+        let mut message = std::fs::read(file).unwrap_or_default();
+        message.truncate(4096);
+        let message = String::from_utf8_lossy(&message).into_owned();
+        let fallback =
+            self.container.termination_message_policy.as_deref() == Some("FallbackToLogsOnError");
+        if !message.is_empty() || !fallback || code == 0 {
+            return message;
+        }
+        let bytes = std::fs::read(log).unwrap_or_default();
+        let run = &bytes[(offset as usize).min(bytes.len())..];
+        let text = String::from_utf8_lossy(run);
+        let lines: Vec<&str> = text.lines().collect();
+        let mut tail = lines[lines.len().saturating_sub(80)..].join("\n");
+        if tail.len() > 2048 {
+            let cut = tail.len() - 2048;
+            let cut = (cut..tail.len())
+                .find(|i| tail.is_char_boundary(*i))
+                .unwrap_or(cut);
+            tail = tail[cut..].to_string();
+        }
+        tail
+    }
+}
+
+/// The grace period once the pod is being deleted (0 if the kubelet is gone).
+async fn grace_when_stopped(stop: &mut watch::Receiver<Option<u64>>) -> u64 {
+    stop.wait_for(Option::is_some)
+        .await
+        .map(|g| g.unwrap_or(0))
+        .unwrap_or(0)
+}
+
+/// SIGTERM to the container's PID 1, SIGKILL once `grace` has passed.
+async fn terminate(
+    pid: i32,
+    bwrap_pid: i32,
+    wait: &mut JoinHandle<std::io::Result<std::process::ExitStatus>>,
+    grace: Duration,
+) -> std::io::Result<std::process::ExitStatus> {
+    signal(pid, libc::SIGTERM);
+    if let Ok(status) = tokio::time::timeout(grace, &mut *wait).await {
+        return status.unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+    }
+    signal(pid, libc::SIGKILL);
+    signal(bwrap_pid, libc::SIGKILL);
+    wait.await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+}
+
+async fn readiness_loop(
+    probe: Probe,
+    container: Container,
+    target: Target,
+    node: Arc<NetnsRuntime>,
+    shared: Arc<Shared>,
+    index: usize,
+) {
+    let timing = probes::timing(&probe);
+    tokio::time::sleep(timing.initial_delay).await;
+    let (mut successes, mut failures, mut ready) = (0u32, 0u32, false);
+    loop {
+        let ok = probes::attempt(&probe, &container, &target, &node, timing.timeout).await;
+        if ok {
+            successes += 1;
+            failures = 0;
+        } else {
+            failures += 1;
+            successes = 0;
+        }
+        let now_ready = if ok && successes >= timing.success_threshold {
+            true
+        } else if !ok && failures >= timing.failure_threshold {
+            false
+        } else {
+            ready
+        };
+        if now_ready != ready {
+            ready = now_ready;
+            shared.update(index, |c| c.ready = ready);
+            shared.publish().await;
+        }
+        tokio::time::sleep(timing.period).await;
+    }
+}
+
+async fn liveness_loop(
+    probe: Probe,
+    container: Container,
+    target: Target,
+    node: Arc<NetnsRuntime>,
+    failed: tokio::sync::oneshot::Sender<()>,
+) {
+    let timing = probes::timing(&probe);
+    tokio::time::sleep(timing.initial_delay).await;
+    let mut failures = 0u32;
+    loop {
+        if probes::attempt(&probe, &container, &target, &node, timing.timeout).await {
+            failures = 0;
+        } else {
+            failures += 1;
+            if failures >= timing.failure_threshold {
+                let _ = failed.send(());
+                return;
+            }
+        }
+        tokio::time::sleep(timing.period).await;
+    }
+}
