@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Probe, Secret};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Probe, Secret, ServiceAccount};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -125,7 +126,61 @@ async fn fetch_sources(client: &Client, namespace: &str, pod: &Pod) -> kube::Res
         let found = secret_api.get_opt(&name).await?;
         sources.secrets.insert(name, found);
     }
+    sources.tokens = request_tokens(client, namespace, pod).await?;
     Ok(sources)
+}
+
+/// Tokens for the pod's projected service-account token volumes, bound to the
+/// pod, through the TokenRequest API (what the kubelet does).
+async fn request_tokens(
+    client: &Client,
+    namespace: &str,
+    pod: &Pod,
+) -> kube::Result<BTreeMap<String, String>> {
+    let mut tokens = BTreeMap::new();
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(tokens);
+    };
+    let account = spec
+        .service_account_name
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    for volume in spec.volumes.iter().flatten() {
+        for source in volume
+            .projected
+            .iter()
+            .flat_map(|p| p.sources.iter().flatten())
+        {
+            let Some(token) = &source.service_account_token else {
+                continue;
+            };
+            let request = TokenRequest {
+                spec: Some(TokenRequestSpec {
+                    audiences: Some(token.audience.iter().cloned().collect()),
+                    expiration_seconds: token.expiration_seconds,
+                    bound_object_ref: Some(BoundObjectReference {
+                        api_version: Some("v1".into()),
+                        kind: Some("Pod".into()),
+                        name: pod.metadata.name.clone(),
+                        uid: pod.metadata.uid.clone(),
+                    }),
+                }),
+                ..TokenRequest::default()
+            };
+            let issued: TokenRequest = accounts
+                .create_subresource(
+                    "token",
+                    &account,
+                    &kube::api::PostParams::default(),
+                    &request,
+                )
+                .await?;
+            let value = issued.status.and_then(|s| s.token).unwrap_or_default();
+            tokens.insert(format!("{}/{}", volume.name, token.path), value);
+        }
+    }
+    Ok(tokens)
 }
 
 /// Waits `delay` unless the pod is stopped first (then true).
@@ -210,7 +265,7 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
     let volume_root = dir.join(format!("volumes-{uid}"));
     let volumes = loop {
         let prepared = match fetch_sources(&ctx.client, &namespace, &pod).await {
-            Ok(sources) => volumes::prepare(&pod, &volume_root, &sources),
+            Ok(sources) => volumes::prepare(&pod, &facts, &volume_root, &sources),
             Err(e) => Err(Waiting::new(
                 "ContainerCreating",
                 format!("reading volume sources: {e}"),

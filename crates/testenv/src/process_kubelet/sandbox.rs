@@ -110,9 +110,64 @@ fn layout_dir(dir: &str, expand: &BTreeSet<String>, args: &mut Vec<String>) {
     }
 }
 
+/// A mount destination with the symlinks of the host directories the
+/// container sees resolved (`/var/run/…` → `/run/…`). bubblewrap builds the
+/// root before it pivots into it, so an absolute symlink on the way to a mount
+/// point would otherwise resolve against the host's root.
+pub fn resolve_dest(dest: &str) -> String {
+    let mut parts: Vec<String> = dest
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut i = 0;
+    let mut hops = 0;
+    while i < parts.len() && hops < 40 {
+        let top = parts.first().map(String::as_str).unwrap_or_default();
+        if !ROOT_ENTRIES.contains(&top) {
+            break;
+        }
+        let prefix = format!("/{}", parts[..=i].join("/"));
+        match std::fs::read_link(&prefix) {
+            Ok(target) => {
+                hops += 1;
+                let target = target.to_string_lossy().into_owned();
+                let base: Vec<String> = if target.starts_with('/') {
+                    Vec::new()
+                } else {
+                    parts[..i].to_vec()
+                };
+                let mut resolved = base;
+                for part in target.split('/').filter(|p| !p.is_empty()) {
+                    match part {
+                        "." => {}
+                        ".." => {
+                            resolved.pop();
+                        }
+                        other => resolved.push(other.to_string()),
+                    }
+                }
+                let rest = parts[i + 1..].to_vec();
+                resolved.extend(rest);
+                parts = resolved;
+                i = 0;
+            }
+            Err(_) => i += 1,
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
 /// bubblewrap's arguments for the container's filesystem (pure apart from
 /// listing host directories).
 pub fn filesystem_args(mounts: &[Mount], read_only_root: bool) -> Vec<String> {
+    let mounts: Vec<Mount> = mounts
+        .iter()
+        .map(|m| Mount {
+            dest: resolve_dest(&m.dest),
+            ..m.clone()
+        })
+        .collect();
     let expand: BTreeSet<String> = mounts
         .iter()
         .flat_map(|m| ancestors_of(&m.dest))
@@ -314,6 +369,19 @@ mod tests {
             "{joined}"
         );
         assert!(!joined.contains("/work"), "{joined}");
+    }
+
+    #[test]
+    fn symlinked_destinations_resolve_inside_the_container_root() {
+        // Debian: /bin -> usr/bin (relative), /var/run -> /run (absolute).
+        if std::fs::read_link("/bin").is_ok() {
+            assert_eq!(resolve_dest("/bin/x"), "/usr/bin/x");
+        }
+        if std::fs::read_link("/var/run").is_ok() {
+            assert_eq!(resolve_dest("/var/run/secrets/token"), "/run/secrets/token");
+        }
+        assert_eq!(resolve_dest("/etc/app/x.conf"), "/etc/app/x.conf");
+        assert_eq!(resolve_dest("/scratch"), "/scratch");
     }
 
     #[test]

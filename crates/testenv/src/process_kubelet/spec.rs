@@ -34,9 +34,43 @@ impl Waiting {
 pub struct Sources {
     pub config_maps: BTreeMap<String, Option<ConfigMap>>,
     pub secrets: BTreeMap<String, Option<Secret>>,
+    /// Service-account tokens for projected volumes, by `<volume>/<path>`.
+    pub tokens: BTreeMap<String, String>,
 }
 
 impl Sources {
+    pub(crate) fn config_map_data(&self, name: &str) -> Option<BTreeMap<String, Vec<u8>>> {
+        let cm = self.config_maps.get(name)?.as_ref()?;
+        Some(
+            cm.data
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes()))
+                .chain(
+                    cm.binary_data
+                        .clone()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.0)),
+                )
+                .collect(),
+        )
+    }
+
+    pub(crate) fn secret_data(&self, name: &str) -> Option<BTreeMap<String, Vec<u8>>> {
+        let secret = self.secrets.get(name)?.as_ref()?;
+        Some(
+            secret
+                .data
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect(),
+        )
+    }
+
     fn config_map_value(&self, name: &str, key: &str) -> Result<Option<String>, String> {
         match self.config_maps.get(name).and_then(Option::as_ref) {
             None => Err(format!("configmap \"{name}\" not found")),
@@ -120,6 +154,14 @@ pub fn referenced_sources(pod: &Pod) -> (Vec<String>, Vec<String>) {
         if let Some(cm) = &v.config_map {
             config_maps.push(cm.name.clone());
         }
+        for source in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
+            if let Some(cm) = &source.config_map {
+                config_maps.push(cm.name.clone());
+            }
+            if let Some(secret) = &source.secret {
+                secrets.push(secret.name.clone());
+            }
+        }
         if let Some(s) = &v.secret
             && let Some(name) = &s.secret_name
         {
@@ -141,7 +183,7 @@ pub struct PodFacts {
     pub node_name: String,
 }
 
-fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, String> {
+pub(crate) fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, String> {
     let meta = &pod.metadata;
     match path {
         "metadata.name" => Ok(meta.name.clone().unwrap_or_default()),

@@ -6,7 +6,8 @@
 //! it, and every top-level key is a symlink through `..data` (so a program sees
 //! exactly what it would on a node, `..data` included). `items` choose and
 //! rename keys, `defaultMode`/`mode` set file modes, `fsGroup` owns them.
-//! `emptyDir` is a plain 0777 directory. Everything lives under the pod's
+//! Projected volumes (the service-account token volume every pod gets) and
+//! `downwardAPI` use the same layout. `emptyDir` is a plain 0777 directory. Everything lives under the pod's
 //! directory (`<kubelet dir>/pods/<namespace>/<pod>/volumes-<uid>/`).
 
 use std::collections::BTreeMap;
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod};
 
-use super::spec::{Mount, Sources, Waiting};
+use super::spec::{self, Mount, PodFacts, Sources, Waiting};
 
 /// A prepared volume: where it is on the host and whether it is always read-only.
 #[derive(Clone, Debug)]
@@ -98,9 +99,78 @@ fn select_items(
     }
 }
 
+/// The files of a projected volume (ConfigMaps, Secrets, the downward API,
+/// service-account tokens), as (path, content, mode).
+fn projected_files(
+    pod: &Pod,
+    facts: &PodFacts,
+    volume: &k8s_openapi::api::core::v1::Volume,
+    projected: &k8s_openapi::api::core::v1::ProjectedVolumeSource,
+    sources: &Sources,
+) -> Result<Vec<(String, Vec<u8>, u32)>, String> {
+    let mode = projected.default_mode.map(|m| m as u32).unwrap_or(0o644);
+    let mut files = Vec::new();
+    for source in projected.sources.iter().flatten() {
+        if let Some(cm) = &source.config_map {
+            match sources.config_map_data(&cm.name) {
+                Some(all) => files.extend(select_items(all, cm.items.as_ref(), mode, "configMap")?),
+                None if cm.optional == Some(true) => {}
+                None => return Err(format!("configmap \"{}\" not found", cm.name)),
+            }
+        }
+        if let Some(secret) = &source.secret {
+            match sources.secret_data(&secret.name) {
+                Some(all) => {
+                    files.extend(select_items(all, secret.items.as_ref(), mode, "secret")?)
+                }
+                None if secret.optional == Some(true) => {}
+                None => return Err(format!("secret \"{}\" not found", secret.name)),
+            }
+        }
+        if let Some(downward) = &source.downward_api {
+            files.extend(downward_files(pod, facts, downward.items.as_ref(), mode)?);
+        }
+        if let Some(token) = &source.service_account_token {
+            let key = format!("{}/{}", volume.name, token.path);
+            let value = sources
+                .tokens
+                .get(&key)
+                .ok_or_else(|| format!("no service account token for {key}"))?;
+            files.push((token.path.clone(), value.clone().into_bytes(), mode));
+        }
+    }
+    Ok(files)
+}
+
+fn downward_files(
+    pod: &Pod,
+    facts: &PodFacts,
+    items: Option<&Vec<k8s_openapi::api::core::v1::DownwardAPIVolumeFile>>,
+    mode: u32,
+) -> Result<Vec<(String, Vec<u8>, u32)>, String> {
+    items
+        .into_iter()
+        .flatten()
+        .map(|item| {
+            let value = match &item.field_ref {
+                Some(field) => spec::field_value(pod, facts, &field.field_path)?,
+                None => {
+                    return Err(format!(
+                        "downwardAPI item {}: only fieldRef is supported",
+                        item.path
+                    ));
+                }
+            };
+            let mode = item.mode.map(|m| m as u32).unwrap_or(mode);
+            Ok((item.path.clone(), value.into_bytes(), mode))
+        })
+        .collect()
+}
+
 /// Writes every volume of the pod under `root` and says where each is.
 pub fn prepare(
     pod: &Pod,
+    facts: &PodFacts,
     root: &Path,
     sources: &Sources,
 ) -> Result<BTreeMap<String, VolumeDir>, Waiting> {
@@ -185,6 +255,31 @@ pub fn prepare(
                     empty_dir: false,
                 },
             );
+        } else if let Some(projected) = &volume.projected {
+            let files = projected_files(pod, facts, volume, projected, sources)
+                .map_err(|e| mount_failed(&volume.name, e))?;
+            write_atomic(&dir, &files, fs_group).map_err(io)?;
+            out.insert(
+                volume.name.clone(),
+                VolumeDir {
+                    path: dir,
+                    always_read_only: true,
+                    empty_dir: false,
+                },
+            );
+        } else if let Some(downward) = &volume.downward_api {
+            let mode = downward.default_mode.map(|m| m as u32).unwrap_or(0o644);
+            let files = downward_files(pod, facts, downward.items.as_ref(), mode)
+                .map_err(|e| mount_failed(&volume.name, e))?;
+            write_atomic(&dir, &files, fs_group).map_err(io)?;
+            out.insert(
+                volume.name.clone(),
+                VolumeDir {
+                    path: dir,
+                    always_read_only: true,
+                    empty_dir: false,
+                },
+            );
         } else if volume.empty_dir.is_some() {
             std::fs::create_dir_all(&dir).map_err(io)?;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
@@ -202,7 +297,7 @@ pub fn prepare(
         } else {
             return Err(mount_failed(
                 &volume.name,
-                "the process kubelet supports configMap, secret and emptyDir volumes",
+                "the process kubelet supports configMap, secret, projected, downwardAPI and emptyDir volumes",
             ));
         }
     }
@@ -266,6 +361,14 @@ pub fn container_mounts(
 mod tests {
     use super::*;
 
+    fn facts() -> PodFacts {
+        PodFacts {
+            pod_ip: "10.245.1.2".into(),
+            host_ip: "10.245.0.1".into(),
+            node_name: "process-node-0".into(),
+        }
+    }
+
     #[test]
     fn config_maps_get_the_kubelet_layout_with_items_and_modes() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -286,7 +389,7 @@ mod tests {
                     .expect("cm"),
             ),
         );
-        let volumes = prepare(&pod, dir.path(), &sources).expect("prepare");
+        let volumes = prepare(&pod, &facts(), dir.path(), &sources).expect("prepare");
         let conf = dir.path().join("conf");
         let data = std::fs::read_link(conf.join("..data")).expect("..data");
         assert!(data.to_string_lossy().starts_with("..20"), "{data:?}");
@@ -326,7 +429,7 @@ mod tests {
         .expect("pod");
         let mut sources = Sources::default();
         sources.secrets.insert("s".into(), Some(Default::default()));
-        let err = prepare(&pod, dir.path(), &sources).expect_err("missing key");
+        let err = prepare(&pod, &facts(), dir.path(), &sources).expect_err("missing key");
         assert!(
             err.message.contains("non-existent config key: nope"),
             "{}",
