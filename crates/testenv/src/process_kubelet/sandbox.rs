@@ -168,14 +168,15 @@ pub fn filesystem_args(mounts: &[Mount], read_only_root: bool) -> Vec<String> {
             ..m.clone()
         })
         .collect();
-    let expand: BTreeSet<String> = mounts
+    let ancestors: BTreeSet<String> = mounts.iter().flat_map(|m| ancestors_of(&m.dest)).collect();
+    let expand: BTreeSet<String> = ancestors
         .iter()
-        .flat_map(|m| ancestors_of(&m.dest))
         .filter(|a| {
             !FRESH
                 .iter()
-                .any(|f| a == f || a.starts_with(&format!("{f}/")))
+                .any(|f| *a == f || a.starts_with(&format!("{f}/")))
         })
+        .cloned()
         .collect();
     let mut args = Vec::new();
     layout_dir("", &expand, &mut args);
@@ -187,6 +188,21 @@ pub fn filesystem_args(mounts: &[Mount], read_only_root: bool) -> Vec<String> {
         push(&mut args, &["--dir", "/tmp"]);
     } else {
         push(&mut args, &["--tmpfs", "/tmp"]);
+    }
+    // bubblewrap makes missing parents of a mount point 0700, which a non-root
+    // container could not cross: make every one explicitly, 0755, parents first.
+    let laid_out: BTreeSet<String> = args
+        .windows(2)
+        .filter(|w| w[0] == "--dir")
+        .map(|w| w[1].clone())
+        .collect();
+    let mut missing: Vec<&String> = ancestors
+        .iter()
+        .filter(|a| !laid_out.contains(*a) && !FRESH.contains(&a.as_str()))
+        .collect();
+    missing.sort_by_key(|a| a.matches('/').count());
+    for dir in missing {
+        push(&mut args, &["--perms", "0755", "--dir", dir]);
     }
     let mut sorted: Vec<&Mount> = mounts.iter().collect();
     sorted.sort_by_key(|m| m.dest.split('/').filter(|p| !p.is_empty()).count());
@@ -369,6 +385,20 @@ mod tests {
             "{joined}"
         );
         assert!(!joined.contains("/work"), "{joined}");
+    }
+
+    #[test]
+    fn missing_parents_of_mount_points_are_made_traversable() {
+        let mounts = vec![Mount {
+            source: PathBuf::from("/tmp/venv"),
+            dest: "/opt/venv".into(),
+            read_only: true,
+        }];
+        let joined = filesystem_args(&mounts, false).join(" ");
+        assert!(
+            joined.contains("--perms 0755 --dir /opt --ro-bind /tmp/venv /opt/venv"),
+            "{joined}"
+        );
     }
 
     #[test]
