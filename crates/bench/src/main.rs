@@ -5,6 +5,7 @@ mod cluster;
 mod counting;
 mod install;
 mod operator;
+mod pods;
 mod setup;
 mod stats;
 mod storage;
@@ -31,6 +32,8 @@ enum Command {
     Operator(operator::OperatorArgs),
     /// Stored-version migration of many objects: throughput and peak memory.
     Storage(storage::StorageArgs),
+    /// Real pods (process kubelet, root): start latency and an image build, cold and cached.
+    Pods(pods::PodsArgs),
 }
 
 #[tokio::main]
@@ -47,5 +50,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Upgrade(args) => upgrade::run(args).await,
         Command::Operator(args) => operator::run(args).await,
         Command::Storage(args) => storage::run(args).await,
+        Command::Pods(args) => pods::run(args).await,
     }
 }
