@@ -805,3 +805,85 @@ async fn a_venv_image_builds_once_and_runs_as_non_root() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn init_containers_run_first_and_a_startup_probe_gates_readiness() -> Result<()> {
+    let (env, client, ns) = setup("pk-init").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    create(
+        &pods,
+        json!({
+            "metadata": { "name": "init" },
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "volumes": [{ "name": "shared", "emptyDir": {} }],
+                "initContainers": [{ "name": "prepare", "image": SHELL,
+                    "command": ["/bin/sh", "-c", "echo hello from init > /shared/greeting"],
+                    "volumeMounts": [{ "name": "shared", "mountPath": "/shared" }] }],
+                "containers": [{ "name": "main", "image": SHELL,
+                    "command": ["/bin/sh", "-c", "cat /shared/greeting; sleep 2; touch /tmp/started; exec sleep 1000"],
+                    "volumeMounts": [{ "name": "shared", "mountPath": "/shared" }],
+                    "startupProbe": { "exec": { "command": ["test", "-f", "/tmp/started"] },
+                        "periodSeconds": 1, "failureThreshold": 20 } }]
+            }
+        }),
+    )
+    .await?;
+    create(
+        &pods,
+        json!({
+            "metadata": { "name": "init-fails" },
+            "spec": {
+                "restartPolicy": "Never",
+                "initContainers": [{ "name": "prepare", "image": SHELL, "command": ["/bin/sh", "-c", "exit 2"] }],
+                "containers": [{ "name": "main", "image": SHELL, "command": ["true"] }]
+            }
+        }),
+    )
+    .await?;
+    let mut seen_unstarted = false;
+    let ready = until(
+        &pods,
+        "init",
+        TIMEOUT,
+        "ready after the startup probe",
+        |p| {
+            if let Some(c) = container(p, "main")
+                && c.state.as_ref().is_some_and(|s| s.running.is_some())
+                && c.started == Some(false)
+                && !c.ready
+            {
+                seen_unstarted = true;
+            }
+            is_ready(p)
+        },
+    )
+    .await?;
+    ensure!(
+        seen_unstarted,
+        "the container was never reported running but not started"
+    );
+    let init = ready
+        .status
+        .as_ref()
+        .and_then(|s| s.init_container_statuses.as_ref())
+        .and_then(|l| l.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .context("init container terminated")?;
+    ensure!(
+        init.exit_code == 0 && init.reason.as_deref() == Some("Completed"),
+        "{init:?}"
+    );
+    ensure!(log(env, &ns, "init", "main")?.contains("hello from init"));
+
+    let failed = finished(&pods, "init-fails").await?;
+    ensure!(phase(&failed) == "Failed", "{:?}", failed.status);
+    ensure!(
+        waiting_reason(&failed, "main").is_some_and(|(r, _)| r == "PodInitializing"),
+        "{:?}",
+        failed.status
+    );
+    ns.cleanup().await;
+    Ok(())
+}

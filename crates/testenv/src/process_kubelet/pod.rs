@@ -60,18 +60,43 @@ struct Shared {
     name: String,
 }
 
+/// Which container of the pod: an init container or a regular one, by index.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    init: bool,
+    index: usize,
+}
+
+/// Aborts its tasks when dropped: nothing a pod started outlives it.
+#[derive(Default)]
+struct AbortOnDrop(Vec<JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
 impl Shared {
-    fn update(&self, index: usize, f: impl FnOnce(&mut ContainerView)) {
-        if let Ok(mut view) = self.view.lock()
-            && let Some(c) = view.containers.get_mut(index)
-        {
-            f(c);
+    fn update(&self, slot: Slot, f: impl FnOnce(&mut ContainerView)) {
+        if let Ok(mut view) = self.view.lock() {
+            let list = if slot.init {
+                &mut view.init_containers
+            } else {
+                &mut view.containers
+            };
+            if let Some(c) = list.get_mut(slot.index) {
+                f(c);
+            }
         }
     }
 
     fn update_all(&self, f: impl Fn(&mut ContainerView)) {
         if let Ok(mut view) = self.view.lock() {
-            view.containers.iter_mut().for_each(f);
+            view.init_containers.iter_mut().for_each(&f);
+            view.containers.iter_mut().for_each(&f);
         }
     }
 
@@ -79,6 +104,13 @@ impl Shared {
         self.view
             .lock()
             .map(|v| v.containers.iter().all(|c| c.done))
+            .unwrap_or(true)
+    }
+
+    fn init_failed(&self) -> bool {
+        self.view
+            .lock()
+            .map(|v| status::pod_phase(&v) == "Failed")
             .unwrap_or(true)
     }
 
@@ -200,15 +232,23 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
         .as_ref()
         .map(|s| s.containers.clone())
         .unwrap_or_default();
+    let init_containers = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.init_containers.clone())
+        .unwrap_or_default();
+    let views = |list: &[Container]| -> Vec<ContainerView> {
+        list.iter()
+            .map(|c| ContainerView::new(&c.name, c.image.as_deref().unwrap_or_default()))
+            .collect()
+    };
     let shared = Arc::new(Shared {
         view: std::sync::Mutex::new(PodView {
             pod_ip: None,
             host_ip: ctx.network.bridge_ip().to_string(),
             started: SystemTime::now(),
-            containers: containers
-                .iter()
-                .map(|c| ContainerView::new(&c.name, c.image.as_deref().unwrap_or_default()))
-                .collect(),
+            init_containers: views(&init_containers),
+            containers: views(&containers),
         }),
         last: tokio::sync::Mutex::new(None),
         api: Api::namespaced(ctx.client.clone(), &namespace),
@@ -289,25 +329,49 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
         }
     };
 
-    let workers: Vec<JoinHandle<()>> = (0..containers.len())
-        .map(|index| {
-            let worker = ContainerWorker {
-                ctx: ctx.clone(),
-                shared: shared.clone(),
-                pod: pod.clone(),
-                index,
-                container: containers[index].clone(),
-                volumes: volumes.clone(),
-                facts: facts.clone(),
-                netns: attachment.path(),
-                hosts: hosts.clone(),
-                dir: dir.clone(),
-            };
-            tokio::spawn(worker.run(stop.clone()))
-        })
-        .collect();
-    for worker in workers {
-        let _ = worker.await;
+    let worker = |init: bool, index: usize, container: &Container| ContainerWorker {
+        ctx: ctx.clone(),
+        shared: shared.clone(),
+        pod: pod.clone(),
+        slot: Slot { init, index },
+        container: container.clone(),
+        volumes: volumes.clone(),
+        facts: facts.clone(),
+        netns: attachment.path(),
+        hosts: hosts.clone(),
+        dir: dir.clone(),
+    };
+    // Init containers one after another, each to success, before the others start.
+    if !init_containers.is_empty() {
+        shared.update_all(|c| {
+            c.state = State::Waiting {
+                reason: "PodInitializing".into(),
+                message: String::new(),
+            }
+        });
+        for (index, container) in init_containers.iter().enumerate() {
+            worker(true, index, container).run(stop.clone()).await;
+            if stop.borrow().is_some() || shared.init_failed() {
+                break;
+            }
+        }
+        if shared.init_failed() {
+            // The pod failed for good: its containers will never start.
+            shared.update_all(|c| c.done = true);
+        }
+    }
+    if stop.borrow().is_none() && !shared.init_failed() {
+        let mut workers = AbortOnDrop(
+            containers
+                .iter()
+                .enumerate()
+                .map(|(index, c)| tokio::spawn(worker(false, index, c).run(stop.clone())))
+                .collect(),
+        );
+        for task in workers.0.iter_mut() {
+            // A worker that panicked counts as finished.
+            let _ = task.await;
+        }
     }
     shared.publish().await;
     // Every container is done: the pod's network goes now (a finished Job pod
@@ -345,7 +409,7 @@ struct ContainerWorker {
     ctx: Arc<Context>,
     shared: Arc<Shared>,
     pod: Arc<Pod>,
-    index: usize,
+    slot: Slot,
     container: Container,
     volumes: Arc<BTreeMap<String, VolumeDir>>,
     facts: PodFacts,
@@ -397,12 +461,20 @@ fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
 }
 
 impl ContainerWorker {
+    /// The restart policy of this container: the pod's, except that an init
+    /// container is never restarted after it succeeded.
     fn policy(&self) -> String {
-        self.pod
+        let policy = self
+            .pod
             .spec
             .as_ref()
             .and_then(|s| s.restart_policy.clone())
-            .unwrap_or_else(|| "Always".into())
+            .unwrap_or_else(|| "Always".into());
+        if self.slot.init && policy == "Always" {
+            "OnFailure".into()
+        } else {
+            policy
+        }
     }
 
     fn grace(&self) -> u64 {
@@ -415,7 +487,7 @@ impl ContainerWorker {
     }
 
     fn wait_with(&self, waiting: &Waiting) {
-        self.shared.update(self.index, |c| {
+        self.shared.update(self.slot, |c| {
             c.state = State::Waiting {
                 reason: waiting.reason.clone(),
                 message: waiting.message.clone(),
@@ -439,7 +511,7 @@ impl ContainerWorker {
                 self.wait_with(&Waiting::new("ErrImagePull", message));
                 self.shared.publish().await;
                 let _ = stop.wait_for(Option::is_some).await;
-                self.shared.update(self.index, |c| c.done = true);
+                self.shared.update(self.slot, |c| c.done = true);
                 return;
             }
         };
@@ -451,7 +523,7 @@ impl ContainerWorker {
                     self.wait_with(&waiting);
                     self.shared.publish().await;
                     if sleep_or_stop(&mut stop, self.ctx.options.config_retry).await {
-                        self.shared.update(self.index, |c| c.done = true);
+                        self.shared.update(self.slot, |c| c.done = true);
                         return;
                     }
                     continue;
@@ -475,7 +547,7 @@ impl ContainerWorker {
                     terminated.finished_at = SystemTime::now() - self.ctx.options.failure_backdate;
                     terminated.started_at = terminated.started_at.min(terminated.finished_at);
                 }
-                self.shared.update(self.index, |c| {
+                self.shared.update(self.slot, |c| {
                     c.state = State::Terminated(terminated);
                     c.ready = false;
                     c.done = true;
@@ -488,7 +560,7 @@ impl ContainerWorker {
             }
             let name = self.container.name.clone();
             let pod_name = self.pod.name_any();
-            self.shared.update(self.index, |c| {
+            self.shared.update(self.slot, |c| {
                 c.restarts += 1;
                 c.last = Some(ended.terminated);
                 c.ready = false;
@@ -502,7 +574,7 @@ impl ContainerWorker {
             });
             self.shared.publish().await;
             if sleep_or_stop(&mut stop, backoff).await {
-                self.shared.update(self.index, |c| c.done = true);
+                self.shared.update(self.slot, |c| c.done = true);
                 return;
             }
             backoff = (backoff * 2).min(self.ctx.options.max_restart_backoff);
@@ -642,9 +714,11 @@ impl ContainerWorker {
         let mut child = started.child;
         let mut wait = tokio::task::spawn_blocking(move || child.wait());
         let readiness = self.container.readiness_probe.clone();
-        self.shared.update(self.index, |c| {
+        let startup = self.container.startup_probe.clone();
+        self.shared.update(self.slot, |c| {
             c.state = State::Running { started_at };
-            c.ready = readiness.is_none();
+            c.started = startup.is_none();
+            c.ready = startup.is_none() && readiness.is_none();
             c.container_id = Some(format!("process://{pid}"));
         });
         self.shared.publish().await;
@@ -659,57 +733,86 @@ impl ContainerWorker {
             identity: launch.identity.clone(),
             env: launch.env.clone(),
         };
-        let readiness_task = readiness.map(|probe| {
-            tokio::spawn(readiness_loop(
-                probe,
-                self.container.clone(),
-                target.clone(),
-                self.ctx.node.clone(),
-                self.shared.clone(),
-                self.index,
-            ))
-        });
-        let (live_tx, live_rx) = tokio::sync::oneshot::channel::<()>();
-        let liveness_task = self.container.liveness_probe.clone().map(|probe| {
-            tokio::spawn(liveness_loop(
-                probe,
-                self.container.clone(),
-                target.clone(),
-                self.ctx.node.clone(),
-                live_tx,
-            ))
-        });
-        let has_liveness = liveness_task.is_some();
-        let live_failed = async {
-            if has_liveness {
-                live_rx.await.is_ok()
-            } else {
-                std::future::pending::<bool>().await
-            }
-        };
+        let mut probes = AbortOnDrop::default();
+        let (live_tx, mut live_rx) = tokio::sync::mpsc::channel::<()>(1);
+        let mut live_tx = Some(live_tx);
+        let mut startup_done = startup.is_none();
+        if startup_done {
+            self.start_probes(&mut probes, &target, live_tx.take());
+        }
+        let mut startup_result = Box::pin(startup_phase(
+            startup,
+            self.container.clone(),
+            target.clone(),
+            self.ctx.node.clone(),
+        ));
         let mut stopping = false;
-        let status = tokio::select! {
-            status = &mut wait => status.unwrap_or_else(|e| Err(std::io::Error::other(e.to_string()))),
-            grace = grace_when_stopped(stop) => {
-                stopping = true;
-                terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(grace)).await
-            }
-            true = live_failed => {
-                tracing::info!(pod = %self.pod.name_any(), container = %self.container.name, "liveness probe failed, restarting");
-                terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(self.grace())).await
+        let status = loop {
+            tokio::select! {
+                status = &mut wait => {
+                    break status.unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+                }
+                grace = grace_when_stopped(stop) => {
+                    stopping = true;
+                    break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(grace)).await;
+                }
+                ok = &mut startup_result, if !startup_done => {
+                    startup_done = true;
+                    if !ok {
+                        tracing::info!(pod = %self.pod.name_any(), container = %self.container.name, "startup probe failed, restarting");
+                        break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(self.grace())).await;
+                    }
+                    let no_readiness = readiness.is_none();
+                    self.shared.update(self.slot, |c| {
+                        c.started = true;
+                        c.ready = no_readiness;
+                    });
+                    self.shared.publish().await;
+                    self.start_probes(&mut probes, &target, live_tx.take());
+                }
+                Some(()) = live_rx.recv() => {
+                    tracing::info!(pod = %self.pod.name_any(), container = %self.container.name, "liveness probe failed, restarting");
+                    break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(self.grace())).await;
+                }
             }
         };
+        drop(probes);
         guard.armed = false;
         drop(guard);
-        for task in [readiness_task, liveness_task].into_iter().flatten() {
-            task.abort();
-        }
         let finished_at = SystemTime::now();
         let code = exit_code(status);
         let message = self.termination_message(code, &termination, &log, log_offset);
         Ended {
             terminated: Terminated::exited(code, message, started_at, finished_at),
             stopping,
+        }
+    }
+
+    /// Starts the readiness and liveness probers of a started container.
+    fn start_probes(
+        &self,
+        probes: &mut AbortOnDrop,
+        target: &Target,
+        live_tx: Option<tokio::sync::mpsc::Sender<()>>,
+    ) {
+        if let Some(probe) = self.container.readiness_probe.clone() {
+            probes.0.push(tokio::spawn(readiness_loop(
+                probe,
+                self.container.clone(),
+                target.clone(),
+                self.ctx.node.clone(),
+                self.shared.clone(),
+                self.slot,
+            )));
+        }
+        if let (Some(probe), Some(tx)) = (self.container.liveness_probe.clone(), live_tx) {
+            probes.0.push(tokio::spawn(liveness_loop(
+                probe,
+                self.container.clone(),
+                target.clone(),
+                self.ctx.node.clone(),
+                tx,
+            )));
         }
     }
 
@@ -772,7 +875,7 @@ async fn readiness_loop(
     target: Target,
     node: Arc<NetnsRuntime>,
     shared: Arc<Shared>,
-    index: usize,
+    slot: Slot,
 ) {
     let timing = probes::timing(&probe);
     tokio::time::sleep(timing.initial_delay).await;
@@ -795,8 +898,34 @@ async fn readiness_loop(
         };
         if now_ready != ready {
             ready = now_ready;
-            shared.update(index, |c| c.ready = ready);
+            shared.update(slot, |c| c.ready = ready);
             shared.publish().await;
+        }
+        tokio::time::sleep(timing.period).await;
+    }
+}
+
+/// The startup probe until it succeeds (true) or fails `failureThreshold`
+/// times in a row (false); true at once without one.
+async fn startup_phase(
+    probe: Option<Probe>,
+    container: Container,
+    target: Target,
+    node: Arc<NetnsRuntime>,
+) -> bool {
+    let Some(probe) = probe else {
+        return true;
+    };
+    let timing = probes::timing(&probe);
+    tokio::time::sleep(timing.initial_delay).await;
+    let mut failures = 0u32;
+    loop {
+        if probes::attempt(&probe, &container, &target, &node, timing.timeout).await {
+            return true;
+        }
+        failures += 1;
+        if failures >= timing.failure_threshold {
+            return false;
         }
         tokio::time::sleep(timing.period).await;
     }
@@ -807,7 +936,7 @@ async fn liveness_loop(
     container: Container,
     target: Target,
     node: Arc<NetnsRuntime>,
-    failed: tokio::sync::oneshot::Sender<()>,
+    failed: tokio::sync::mpsc::Sender<()>,
 ) {
     let timing = probes::timing(&probe);
     tokio::time::sleep(timing.initial_delay).await;
@@ -818,7 +947,7 @@ async fn liveness_loop(
         } else {
             failures += 1;
             if failures >= timing.failure_threshold {
-                let _ = failed.send(());
+                let _ = failed.send(()).await;
                 return;
             }
         }

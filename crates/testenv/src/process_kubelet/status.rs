@@ -51,6 +51,8 @@ pub struct ContainerView {
     pub restarts: u32,
     /// No further run will happen (its restart policy ends here).
     pub done: bool,
+    /// Running and past its startup probe.
+    pub started: bool,
     pub container_id: Option<String>,
 }
 
@@ -67,6 +69,7 @@ impl ContainerView {
             ready: false,
             restarts: 0,
             done: false,
+            started: false,
             container_id: None,
         }
     }
@@ -78,7 +81,30 @@ pub struct PodView {
     pub pod_ip: Option<String>,
     pub host_ip: String,
     pub started: SystemTime,
+    pub init_containers: Vec<ContainerView>,
     pub containers: Vec<ContainerView>,
+}
+
+fn exited_ok(c: &ContainerView) -> bool {
+    matches!(&c.state, State::Terminated(t) if t.exit_code == 0)
+}
+
+/// Every init container has completed successfully.
+pub fn initialized(view: &PodView) -> bool {
+    view.init_containers.iter().all(|c| c.done && exited_ok(c))
+}
+
+/// `Pending`, `Running`, `Succeeded` or `Failed` for the whole pod: an init
+/// container that failed for good fails the pod; until they all completed it
+/// is Pending.
+pub fn pod_phase(view: &PodView) -> &'static str {
+    if view.init_containers.iter().any(|c| c.done && !exited_ok(c)) {
+        return "Failed";
+    }
+    if !initialized(view) {
+        return "Pending";
+    }
+    phase(&view.containers)
 }
 
 pub fn rfc3339(t: SystemTime) -> String {
@@ -151,10 +177,32 @@ fn condition(kind: &str, status: bool, reason: Option<&str>, message: Option<Str
 
 /// The `status` object to merge into the pod. Transition times are filled by
 /// the caller from the previous status (see [`carry_transition_times`]).
+fn container_json(c: &ContainerView) -> Value {
+    let mut v = json!({
+        "name": c.name,
+        "image": c.image,
+        "imageID": format!("process://{}", c.image),
+        "ready": c.ready,
+        "started": c.started,
+        "restartCount": c.restarts,
+        "state": state_json(&c.state),
+        "lastState": c.last.as_ref().map(|t| json!({ "terminated": terminated_json(t) })).unwrap_or_else(|| json!({})),
+    });
+    if let Some(id) = &c.container_id {
+        v["containerID"] = json!(id);
+    }
+    v
+}
+
+fn unready_message(kind: &str, names: &[&str]) -> String {
+    format!("containers with {kind} status: [{}]", names.join(" "))
+}
+
 pub fn status(view: &PodView, now: SystemTime) -> Value {
-    let phase = phase(&view.containers);
+    let phase = pod_phase(view);
     let finished = matches!(phase, "Succeeded" | "Failed");
-    let ready = !finished && view.containers.iter().all(|c| c.ready);
+    let initialized = initialized(view);
+    let ready = !finished && initialized && view.containers.iter().all(|c| c.ready);
     let unready: Vec<&str> = view
         .containers
         .iter()
@@ -168,32 +216,25 @@ pub fn status(view: &PodView, now: SystemTime) -> Value {
     } else {
         (
             Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
+            Some(unready_message("unready", &unready)),
         )
     };
-    let containers: Vec<Value> = view
-        .containers
+    let incomplete: Vec<&str> = view
+        .init_containers
         .iter()
-        .map(|c| {
-            let mut v = json!({
-                "name": c.name,
-                "image": c.image,
-                "imageID": format!("process://{}", c.image),
-                "ready": c.ready,
-                "started": matches!(c.state, State::Running { .. }),
-                "restartCount": c.restarts,
-                "state": state_json(&c.state),
-                "lastState": c.last.as_ref().map(|t| json!({ "terminated": terminated_json(t) })).unwrap_or_else(|| json!({})),
-            });
-            if let Some(id) = &c.container_id {
-                v["containerID"] = json!(id);
-            }
-            v
-        })
+        .filter(|c| !(c.done && exited_ok(c)))
+        .map(|c| c.name.as_str())
         .collect();
+    let init_condition = if initialized {
+        condition("Initialized", true, None, None)
+    } else {
+        condition(
+            "Initialized",
+            false,
+            Some("ContainersNotInitialized"),
+            Some(unready_message("incomplete", &incomplete)),
+        )
+    };
     let mut status = json!({
         "phase": phase,
         "hostIP": view.host_ip,
@@ -201,13 +242,21 @@ pub fn status(view: &PodView, now: SystemTime) -> Value {
         "startTime": rfc3339(view.started),
         "conditions": [
             condition("PodReadyToStartContainers", view.pod_ip.is_some() && !finished, None, None),
-            condition("Initialized", true, None, None),
+            init_condition,
             condition("Ready", ready, reason, message.clone()),
             condition("ContainersReady", ready, reason, message),
             condition("PodScheduled", true, None, None),
         ],
-        "containerStatuses": containers,
+        "containerStatuses": view.containers.iter().map(container_json).collect::<Vec<_>>(),
     });
+    if !view.init_containers.is_empty() {
+        status["initContainerStatuses"] = json!(
+            view.init_containers
+                .iter()
+                .map(container_json)
+                .collect::<Vec<_>>()
+        );
+    }
     if let Some(ip) = &view.pod_ip {
         status["podIP"] = json!(ip);
         status["podIPs"] = json!([{ "ip": ip }]);
@@ -261,11 +310,31 @@ mod tests {
     }
 
     #[test]
+    fn init_containers_hold_the_pod_pending_or_fail_it() {
+        let mut view = PodView {
+            pod_ip: None,
+            host_ip: "10.245.0.1".into(),
+            started: SystemTime::now(),
+            init_containers: vec![ContainerView::new("init", "i")],
+            containers: vec![ContainerView::new("main", "i")],
+        };
+        assert_eq!(pod_phase(&view), "Pending");
+        let s = status(&view, SystemTime::now());
+        assert_eq!(s["conditions"][1]["reason"], "ContainersNotInitialized");
+        view.init_containers = vec![done(3)];
+        assert_eq!(pod_phase(&view), "Failed");
+        view.init_containers = vec![done(0)];
+        assert_eq!(pod_phase(&view), "Pending");
+        assert!(initialized(&view));
+    }
+
+    #[test]
     fn unready_pods_say_which_containers() {
         let view = PodView {
             pod_ip: Some("10.245.1.2".into()),
             host_ip: "10.245.0.1".into(),
             started: SystemTime::now(),
+            init_containers: vec![],
             containers: vec![ContainerView::new("web", "i")],
         };
         let s = status(&view, SystemTime::now());
