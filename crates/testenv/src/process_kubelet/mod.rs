@@ -23,6 +23,7 @@
 //! Needs root (network namespaces, mounts, uid changes); [`ProcessKubelet::start`]
 //! says so plainly otherwise.
 
+mod container;
 pub mod images;
 pub mod network;
 mod pod;
