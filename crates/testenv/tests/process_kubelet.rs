@@ -887,3 +887,62 @@ async fn init_containers_run_first_and_a_startup_probe_gates_readiness() -> Resu
     ns.cleanup().await;
     Ok(())
 }
+
+fn node_of(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref()?.node_name.clone()
+}
+
+#[tokio::test]
+async fn both_kubelets_serve_one_cluster_by_the_binding_rule() -> Result<()> {
+    let (env, client, process_ns) = setup("pk-bind").await?;
+    let plain_ns = env.namespace(&client, "pk-bind-sim").await?;
+    let process_node = env.process_node()?.to_string();
+    let in_process: Api<Pod> = Api::namespaced(client.clone(), process_ns.name());
+    let in_plain: Api<Pod> = Api::namespaced(client.clone(), plain_ns.name());
+    let sleeper = |name: &str, selector: Value| {
+        json!({
+            "metadata": { "name": name },
+            "spec": { "terminationGracePeriodSeconds": 0, "nodeSelector": selector,
+                "containers": [{ "name": "main", "image": SHELL, "command": ["sleep", "1000"] }] }
+        })
+    };
+    create(&in_process, sleeper("by-namespace", json!({}))).await?;
+    create(&in_plain, sleeper("simulated", json!({}))).await?;
+    create(
+        &in_plain,
+        sleeper(
+            "by-selector",
+            json!({ "kubernetes.io/hostname": process_node }),
+        ),
+    )
+    .await?;
+    let bound = |api: &Api<Pod>, name: &'static str| {
+        let api = api.clone();
+        async move {
+            let pod = until(&api, name, TIMEOUT, "bound and ready", |p| {
+                node_of(p).is_some() && is_ready(p)
+            })
+            .await?;
+            Ok::<_, anyhow::Error>((node_of(&pod).unwrap_or_default(), pod))
+        }
+    };
+    let (node, pod) = bound(&in_process, "by-namespace").await?;
+    ensure!(node == process_node, "by-namespace on {node}");
+    ensure!(
+        container(&pod, "main")
+            .and_then(|c| c.container_id)
+            .is_some_and(|id| id.starts_with("process://"))
+    );
+    let (node, _) = bound(&in_plain, "by-selector").await?;
+    ensure!(node == process_node, "by-selector on {node}");
+    let (node, pod) = bound(&in_plain, "simulated").await?;
+    ensure!(node == "sim-node-0", "simulated on {node}");
+    ensure!(
+        container(&pod, "main")
+            .and_then(|c| c.container_id)
+            .is_some_and(|id| id.starts_with("sim://"))
+    );
+    plain_ns.cleanup().await;
+    process_ns.cleanup().await;
+    Ok(())
+}
