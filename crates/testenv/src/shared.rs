@@ -227,6 +227,16 @@ impl ClientNetns {
         self.runtime.run(future).await
     }
 
+    /// Runs a blocking closure (a blocking HTTP client, say) inside the
+    /// namespace, on its thread.
+    pub async fn run_blocking<F, T>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run(async move { f() }).await
+    }
+
     /// One HTTP GET from inside the namespace: status code and body.
     pub async fn http_get(
         &self,

@@ -623,6 +623,17 @@ async fn pod_addresses_are_unreachable_from_the_host_namespace() -> Result<()> {
         .http_get(SocketAddr::from((ip, 8080)), "/")
         .await??;
     ensure!(code == 200, "from the client namespace: {code}");
+    // Blocking code runs inside the client namespace too.
+    let reached = client_ns
+        .run_blocking(move || {
+            let addr = SocketAddr::from((ip, 8080));
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+        })
+        .await?;
+    ensure!(
+        reached,
+        "a blocking connect from the client namespace failed"
+    );
     ns.cleanup().await;
     Ok(())
 }
