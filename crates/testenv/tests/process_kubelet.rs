@@ -957,3 +957,40 @@ async fn both_kubelets_serve_one_cluster_by_the_binding_rule() -> Result<()> {
     process_ns.cleanup().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn network_namespaces_go_on_drop_and_orphans_on_the_next_start() -> Result<()> {
+    ratchet_testenv::process_kubelet::require_root()?;
+    let netns_list = || -> Result<String> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // A namespace left by a process that no longer exists.
+    let orphan = "ratchet-999999999-0-node";
+    let _ = std::process::Command::new("ip")
+        .args(["netns", "add", orphan])
+        .status()?;
+    ensure!(netns_list()?.contains(orphan), "could not plant {orphan}");
+    let network = tokio::task::spawn_blocking(network::PodNetwork::create).await??;
+    ensure!(
+        !netns_list()?.contains(orphan),
+        "the orphan survived a start"
+    );
+    let node = network.node_netns().to_string();
+    let pod = network.attach_pod()?;
+    let pod_ns = pod.netns.clone();
+    ensure!(netns_list()?.contains(&pod_ns) && netns_list()?.contains(&node));
+    drop(pod);
+    ensure!(
+        !netns_list()?.contains(&pod_ns),
+        "{pod_ns} outlived its pod"
+    );
+    drop(network);
+    ensure!(
+        !netns_list()?.contains(&node),
+        "{node} outlived its network"
+    );
+    Ok(())
+}
