@@ -382,11 +382,13 @@ pub fn identity(pod: &Pod, container: &Container, image: &ImageRoot) -> Result<I
         .map(|u| u as u32)
         .or(image.entry.user)
         .unwrap_or(0);
+    // Without runAsGroup a runtime takes the user's primary group from the
+    // image's /etc/passwd (the host's, for these images), else group 0.
     let gid = sc
         .and_then(|s| s.run_as_group)
         .or_else(|| pod_sc.and_then(|s| s.run_as_group))
         .map(|g| g as u32)
-        .unwrap_or(if uid == 0 { 0 } else { uid });
+        .unwrap_or_else(|| primary_gid(uid).unwrap_or(0));
     let non_root = sc
         .and_then(|s| s.run_as_non_root)
         .or_else(|| pod_sc.and_then(|s| s.run_as_non_root))
@@ -445,6 +447,17 @@ pub fn identity(pod: &Pod, container: &Container, image: &ImageRoot) -> Result<I
         read_only_root: sc
             .and_then(|s| s.read_only_root_filesystem)
             .unwrap_or(false),
+    })
+}
+
+/// The primary group of `uid` in `/etc/passwd`.
+pub fn primary_gid(uid: u32) -> Option<u32> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.get(2)?.parse::<u32>().ok()? == uid)
+            .then(|| fields.get(3)?.parse::<u32>().ok())
+            .flatten()
     })
 }
 
@@ -625,7 +638,8 @@ mod tests {
         assert_eq!(err.reason, "CreateContainerConfigError");
         assert!(err.message.contains("runAsNonRoot"), "{}", err.message);
         let ok = identity(&p, container, &image(Some(1000))).expect("non-root image");
-        assert_eq!((ok.uid, ok.gid), (1000, 1000));
+        assert_eq!((ok.uid, ok.gid), (1000, primary_gid(1000).unwrap_or(0)));
+        assert_eq!(primary_gid(0), Some(0));
 
         let p = pod(serde_json::json!({
             "metadata": {"name": "p", "namespace": "ns"},
