@@ -105,6 +105,61 @@ impl RoundRobin {
     }
 }
 
+/// A Service as a load client sees it: its ready endpoints, refreshed on
+/// demand (during a roll, say), picked round-robin.
+pub struct ServiceEndpoints {
+    client: Client,
+    namespace: String,
+    service: String,
+    port_name: Option<String>,
+    endpoints: RoundRobin,
+}
+
+impl ServiceEndpoints {
+    /// Reads the Service's ready endpoints once.
+    pub async fn new(
+        client: &Client,
+        namespace: &str,
+        service: &str,
+        port_name: Option<&str>,
+    ) -> Result<ServiceEndpoints> {
+        let mut endpoints = ServiceEndpoints {
+            client: client.clone(),
+            namespace: namespace.to_string(),
+            service: service.to_string(),
+            port_name: port_name.map(str::to_string),
+            endpoints: RoundRobin::default(),
+        };
+        endpoints.refresh().await?;
+        Ok(endpoints)
+    }
+
+    /// Re-reads the EndpointSlices; the round-robin position carries on.
+    pub async fn refresh(&mut self) -> Result<&[SocketAddr]> {
+        let ready = ready_endpoints(
+            &self.client,
+            &self.namespace,
+            &self.service,
+            self.port_name.as_deref(),
+        )
+        .await?;
+        let next = self.endpoints.next.load(Ordering::Relaxed);
+        self.endpoints = RoundRobin {
+            endpoints: ready,
+            next: AtomicUsize::new(next),
+        };
+        Ok(self.endpoints.endpoints())
+    }
+
+    /// The next ready endpoint, or an error naming the Service when none is ready.
+    pub fn pick(&self) -> Result<SocketAddr> {
+        self.endpoints.pick().ok_or_else(|| TestEnvError::Service {
+            service: format!("{}/{}", self.namespace, self.service),
+            detail: "no ready endpoint".into(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
