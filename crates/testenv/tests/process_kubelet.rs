@@ -686,6 +686,16 @@ async fn bad_input_ends_in_the_status_a_kubelet_would_report() -> Result<()> {
     create(
         &pods,
         pod_json(
+            "bad-capability",
+            "Never",
+            json!([{ "name": "main", "image": SHELL, "command": ["true"],
+                "securityContext": { "capabilities": { "add": ["NOT_A_CAPABILITY"] } } }]),
+        ),
+    )
+    .await?;
+    create(
+        &pods,
+        pod_json(
             "closed-port",
             "Always",
             json!([{ "name": "main", "image": SHELL, "command": ["sleep", "1000"],
@@ -741,6 +751,25 @@ async fn bad_input_ends_in_the_status_a_kubelet_would_report() -> Result<()> {
             .message
             .as_deref()
             .is_some_and(|m| m.contains("executable file not found in $PATH")),
+        "{terminated:?}"
+    );
+
+    let pod = finished(&pods, "bad-capability").await?;
+    let terminated = container(&pod, "main")
+        .and_then(|c| c.state)
+        .and_then(|s| s.terminated)
+        .context("terminated")?;
+    ensure!(
+        phase(&pod) == "Failed"
+            && terminated.exit_code == 128
+            && terminated.reason.as_deref() == Some("StartError"),
+        "{terminated:?}"
+    );
+    ensure!(
+        terminated
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("setpriv: ") && m.contains("capabilit")),
         "{terminated:?}"
     );
 

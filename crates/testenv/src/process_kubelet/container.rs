@@ -399,6 +399,13 @@ impl ContainerWorker {
         drop(guard);
         let finished_at = SystemTime::now();
         let code = exit_code(status);
+        if code != 0
+            && !stopping
+            && let Some(failure) = sandbox_failure(&log, log_offset)
+        {
+            // The sandbox, not the program, gave up: the runtime could not start it.
+            return start_error(format!("failed to start container process: {failure}"));
+        }
         let message = self.termination_message(code, &termination, &log, log_offset);
         Ended {
             terminated: Terminated::exited(code, message, started_at, finished_at),
@@ -468,6 +475,16 @@ async fn grace_when_stopped(stop: &mut watch::Receiver<Option<u64>>) -> u64 {
         .await
         .map(|g| g.unwrap_or(0))
         .unwrap_or(0)
+}
+
+/// The first line this run wrote, when it is bubblewrap's or setpriv's own
+/// complaint (a mount or identity it could not set up, a program it could not
+/// exec) rather than the program's output.
+fn sandbox_failure(log: &Path, offset: u64) -> Option<String> {
+    let bytes = std::fs::read(log).ok()?;
+    let run = bytes.get(offset as usize..)?;
+    let first = String::from_utf8_lossy(run).lines().next()?.to_string();
+    (first.starts_with("bwrap: ") || first.starts_with("setpriv: ")).then_some(first)
 }
 
 /// SIGTERM to the container's PID 1, SIGKILL once `grace` has passed.
