@@ -620,6 +620,16 @@ async fn pod_addresses_are_unreachable_from_the_host_namespace() -> Result<()> {
     if !(route.contains("unreachable") || route.contains("No route to host")) {
         bail!("the host namespace has a route to {ip} ({route}); refusing to connect");
     }
+    // Every pod address, not only this one: the whole pod CIDR is unreachable.
+    let table = std::process::Command::new("ip")
+        .args(["route", "show", network::POD_CIDR])
+        .output()?;
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    ensure!(
+        table.contains("unreachable"),
+        "host routes for {}: {table}",
+        network::POD_CIDR
+    );
     let from_host =
         std::net::TcpStream::connect_timeout(&SocketAddr::from((ip, 8080)), Duration::from_secs(1));
     ensure!(from_host.is_err(), "the host reached pod {ip}");
