@@ -119,6 +119,7 @@ echo scratch > /scratch/f && echo "empty=$(cat /scratch/f)"
 touch /scratch-ro/f 2>/dev/null && echo "ro=writable" || echo "ro=read-only"
 echo "host=$(hostname)"
 test -e /work && echo "work=visible" || echo "work=hidden"
+echo "pwd=$(pwd)"
 "#;
     create(
         &pods,
@@ -127,6 +128,7 @@ test -e /work && echo "work=visible" || echo "work=hidden"
             "Never",
             json!([{
                 "name": "main", "image": SHELL, "command": ["/bin/sh", "-c", script],
+                "workingDir": "/srv/app",
                 "envFrom": [{ "configMapRef": { "name": "conf" }, "prefix": "CONF_" }],
                 "env": [
                     { "name": "PLAIN", "value": "plain" },
@@ -185,6 +187,7 @@ test -e /work && echo "work=visible" || echo "work=hidden"
         "ro=read-only".into(),
         "host=env".into(),
         "work=hidden".into(),
+        "pwd=/srv/app".into(),
     ] {
         ensure!(
             out.lines().any(|l| l == line),

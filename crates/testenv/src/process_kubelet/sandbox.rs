@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::spec::{Identity, Mount};
+use super::spec::{self, Identity, Mount};
 use crate::error::{Result, TestEnvError};
 use crate::process::spawn_tied_to_process;
 
@@ -158,9 +158,24 @@ pub fn resolve_dest(dest: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
+/// Whether `dir` is a directory in the container's view before bubblewrap
+/// makes anything: under a mount, or one of the host directories it sees.
+fn visible_dir(dir: &str, mounts: &[Mount]) -> bool {
+    let top = dir.split('/').find(|p| !p.is_empty()).unwrap_or_default();
+    let mounted = mounts
+        .iter()
+        .any(|m| dir == m.dest || dir.starts_with(&format!("{}/", m.dest.trim_end_matches('/'))));
+    (mounted || ROOT_ENTRIES.contains(&top)) && spec::host_path(dir, mounts).is_dir()
+}
+
 /// bubblewrap's arguments for the container's filesystem (pure apart from
-/// listing host directories).
-pub fn filesystem_args(mounts: &[Mount], read_only_root: bool) -> Vec<String> {
+/// listing host directories). A `working_dir` that does not exist is made, as
+/// runc makes it.
+pub fn filesystem_args(
+    mounts: &[Mount],
+    read_only_root: bool,
+    working_dir: Option<&str>,
+) -> Vec<String> {
     let mounts: Vec<Mount> = mounts
         .iter()
         .map(|m| Mount {
@@ -168,7 +183,14 @@ pub fn filesystem_args(mounts: &[Mount], read_only_root: bool) -> Vec<String> {
             ..m.clone()
         })
         .collect();
-    let ancestors: BTreeSet<String> = mounts.iter().flat_map(|m| ancestors_of(&m.dest)).collect();
+    let mut ancestors: BTreeSet<String> =
+        mounts.iter().flat_map(|m| ancestors_of(&m.dest)).collect();
+    if let Some(dir) = working_dir.map(resolve_dest)
+        && dir != "/"
+        && !visible_dir(&dir, &mounts)
+    {
+        ancestors.extend(ancestors_of(&format!("{dir}/.")));
+    }
     let expand: BTreeSet<String> = ancestors
         .iter()
         .filter(|a| {
@@ -267,7 +289,11 @@ pub fn command_line(spec: &LaunchSpec) -> Vec<String> {
         "--info-fd".into(),
         "3".into(),
     ];
-    args.extend(filesystem_args(&spec.mounts, spec.identity.read_only_root));
+    args.extend(filesystem_args(
+        &spec.mounts,
+        spec.identity.read_only_root,
+        spec.working_dir.as_deref(),
+    ));
     if let Some(dir) = &spec.working_dir {
         push(&mut args, &["--chdir", dir]);
     }
@@ -375,7 +401,7 @@ mod tests {
             dest: "/etc/ratchet-test/app.conf".into(),
             read_only: true,
         }];
-        let args = filesystem_args(&mounts, false);
+        let args = filesystem_args(&mounts, false, None);
         let joined = args.join(" ");
         assert!(joined.contains("--dir /etc "), "{joined}");
         assert!(!joined.contains("--ro-bind /etc /etc"), "{joined}");
@@ -394,11 +420,19 @@ mod tests {
             dest: "/opt/venv".into(),
             read_only: true,
         }];
-        let joined = filesystem_args(&mounts, false).join(" ");
+        let joined = filesystem_args(&mounts, false, None).join(" ");
         assert!(
             joined.contains("--perms 0755 --dir /opt --ro-bind /tmp/venv /opt/venv"),
             "{joined}"
         );
+    }
+
+    #[test]
+    fn a_missing_working_dir_is_made_and_an_existing_one_left_alone() {
+        let made = filesystem_args(&[], false, Some("/srv/app/work")).join(" ");
+        assert!(made.contains("--perms 0755 --dir /srv/app/work"), "{made}");
+        let existing = filesystem_args(&[], false, Some("/usr/bin")).join(" ");
+        assert!(!existing.contains("--dir /usr"), "{existing}");
     }
 
     #[test]

@@ -506,24 +506,28 @@ pub fn image_mounts(image: &ImageRoot) -> Vec<Mount> {
         .collect()
 }
 
+/// The host path a container path shows: through the longest mount above it,
+/// else the host's own path (the container sees the host's system directories).
+pub fn host_path(container_path: &str, mounts: &[Mount]) -> PathBuf {
+    let best = mounts
+        .iter()
+        .filter(|m| {
+            container_path == m.dest
+                || container_path.starts_with(&format!("{}/", m.dest.trim_end_matches('/')))
+        })
+        .max_by_key(|m| m.dest.len());
+    match best {
+        Some(m) => m
+            .source
+            .join(container_path[m.dest.len()..].trim_start_matches('/')),
+        None => PathBuf::from(container_path),
+    }
+}
+
 /// Looks `program` up as `execvp` would inside the container, answering with
 /// the host path it maps to (or `None`: not found).
 pub fn find_program(program: &str, path_env: &str, mounts: &[Mount]) -> Option<PathBuf> {
-    let host = |container_path: &str| -> PathBuf {
-        let best = mounts
-            .iter()
-            .filter(|m| {
-                container_path == m.dest
-                    || container_path.starts_with(&format!("{}/", m.dest.trim_end_matches('/')))
-            })
-            .max_by_key(|m| m.dest.len());
-        match best {
-            Some(m) => m
-                .source
-                .join(container_path[m.dest.len()..].trim_start_matches('/')),
-            None => PathBuf::from(container_path),
-        }
-    };
+    let host = |container_path: &str| host_path(container_path, mounts);
     let executable = |p: &PathBuf| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
