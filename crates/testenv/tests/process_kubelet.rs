@@ -1041,3 +1041,51 @@ async fn network_namespaces_go_on_drop_and_orphans_on_the_next_start() -> Result
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn mariadb_runs_as_a_pod_and_another_pod_queries_it() -> Result<()> {
+    let (env, client, ns) = setup("pk-db").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    const MARIADB: &str = "ratchet.test/mariadb:10.11";
+    let start = "printf \"CREATE USER 'ratchet'@'%%' IDENTIFIED BY 'secret';\\nGRANT ALL ON *.* TO 'ratchet'@'%%';\\n\" > /tmp/init.sql \
+        && mariadb-install-db --user=root --datadir=/data --skip-test-db > /dev/null \
+        && exec mariadbd --user=root --datadir=/data --bind-address=0.0.0.0 --port=3306 \
+           --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --init-file=/tmp/init.sql --skip-log-error";
+    let mut db = pod_json(
+        "db",
+        "Always",
+        json!([{ "name": "mariadb", "image": MARIADB, "command": ["/bin/sh", "-c", start],
+            "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            "readinessProbe": { "tcpSocket": { "port": 3306 }, "periodSeconds": 1 } }]),
+    );
+    db["spec"]["volumes"] = json!([{ "name": "data", "emptyDir": {} }]);
+    create(&pods, db).await?;
+    let db = until(
+        &pods,
+        "db",
+        Duration::from_secs(120),
+        "mariadb ready",
+        is_ready,
+    )
+    .await?;
+    let ip = db.status.and_then(|s| s.pod_ip).context("db IP")?;
+    create(
+        &pods,
+        pod_json(
+            "query",
+            "Never",
+            json!([{ "name": "main", "image": MARIADB,
+                "command": ["mariadb", "-h", ip, "-uratchet", "-psecret", "--skip-column-names", "-e", "SELECT 6 * 7"] }]),
+        ),
+    )
+    .await?;
+    let query = finished(&pods, "query").await?;
+    let out = log(env, &ns, "query", "main")?;
+    ensure!(
+        phase(&query) == "Succeeded" && out.trim() == "42",
+        "{:?}\n{out}",
+        query.status
+    );
+    ns.cleanup().await;
+    Ok(())
+}
