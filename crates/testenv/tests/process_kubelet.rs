@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, ContainerStatus, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, ContainerStatus, Event, Pod, Secret, Service};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use ratchet_testenv::process_kubelet::images::Catalogue;
 use ratchet_testenv::process_kubelet::network;
-use ratchet_testenv::wait::{until, until_deleted};
+use ratchet_testenv::wait::{until, until_any, until_deleted};
 use ratchet_testenv::{ServiceEndpoints, TestEnv, TestNamespace, ready_endpoints};
 use serde_json::{Value, json};
 
@@ -470,6 +470,14 @@ async fn a_failing_liveness_probe_restarts_the_container() -> Result<()> {
         .context("lastState.terminated")?;
     // `sleep` as PID 1 has no SIGTERM handler: killed after the grace period.
     ensure!(last.exit_code == 137, "{last:?}");
+    // What the kubelet recorded, as `kubectl describe pod` shows it.
+    let events: Api<Event> = Api::namespaced(client.clone(), ns.name());
+    for reason in ["Pulled", "Started", "Unhealthy", "Killing"] {
+        until_any(&events, TIMEOUT, &format!("a {reason} event"), |e| {
+            e.involved_object.name.as_deref() == Some("live") && e.reason.as_deref() == Some(reason)
+        })
+        .await?;
+    }
     ns.cleanup().await;
     Ok(())
 }

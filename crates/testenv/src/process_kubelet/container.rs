@@ -13,6 +13,7 @@ use kube::ResourceExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::events::{self, Kind};
 use super::images::{ImageRoot, PullError};
 use super::network::NetnsRuntime;
 use super::pod::{AbortOnDrop, Context, Shared, Slot, fetch_sources, sleep_or_stop};
@@ -104,7 +105,33 @@ impl ContainerWorker {
             .max(0) as u64
     }
 
+    fn event(&self, kind: Kind, reason: &str, message: String) {
+        events::record(
+            &self.ctx.client,
+            &self.ctx.options.node_name,
+            &self.pod,
+            &self.container.name,
+            kind,
+            reason,
+            message,
+        );
+    }
+
+    /// Holds the container waiting; a new reason or message is recorded as a
+    /// `Failed` warning once (the retries that follow repeat it silently).
     fn wait_with(&self, waiting: &Waiting) {
+        let mut changed = false;
+        self.shared.update(self.slot, |c| {
+            changed = !matches!(&c.state, State::Waiting { reason, message }
+                if *reason == waiting.reason && *message == waiting.message);
+        });
+        if changed && waiting.reason != "ContainerCreating" {
+            self.event(
+                Kind::Warning,
+                "Failed",
+                format!("Error: {}", waiting.message),
+            );
+        }
         self.shared.update(self.slot, |c| {
             c.state = State::Waiting {
                 reason: waiting.reason.clone(),
@@ -133,6 +160,11 @@ impl ContainerWorker {
                 return;
             }
         };
+        self.event(
+            Kind::Normal,
+            "Pulled",
+            format!("Container image \"{reference}\" already present on machine"),
+        );
         let mut backoff = self.ctx.options.restart_backoff;
         loop {
             let launch = match self.plan(&image).await {
@@ -191,6 +223,15 @@ impl ContainerWorker {
                 };
             });
             self.shared.publish().await;
+            self.event(
+                Kind::Warning,
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {}",
+                    self.container.name,
+                    self.pod.name_any()
+                ),
+            );
             if sleep_or_stop(&mut stop, backoff).await {
                 self.shared.update(self.slot, |c| c.done = true);
                 return;
@@ -331,6 +372,13 @@ impl ContainerWorker {
         };
         let mut child = started.child;
         let mut wait = tokio::task::spawn_blocking(move || child.wait());
+        let name = self.container.name.clone();
+        self.event(
+            Kind::Normal,
+            "Created",
+            format!("Created container: {name}"),
+        );
+        self.event(Kind::Normal, "Started", format!("Started container {name}"));
         let readiness = self.container.readiness_probe.clone();
         let startup = self.container.startup_probe.clone();
         self.shared.update(self.slot, |c| {
@@ -372,12 +420,14 @@ impl ContainerWorker {
                 }
                 grace = grace_when_stopped(stop) => {
                     stopping = true;
+                    self.event(Kind::Normal, "Killing", format!("Stopping container {name}"));
                     break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(grace)).await;
                 }
                 ok = &mut startup_result, if !startup_done => {
                     startup_done = true;
                     if !ok {
-                        tracing::info!(pod = %self.pod.name_any(), container = %self.container.name, "startup probe failed, restarting");
+                        self.event(Kind::Warning, "Unhealthy", "Startup probe failed".into());
+                        self.event(Kind::Normal, "Killing", format!("Container {name} failed startup probe, will be restarted"));
                         break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(self.grace())).await;
                     }
                     let no_readiness = readiness.is_none();
@@ -389,7 +439,8 @@ impl ContainerWorker {
                     self.start_probes(&mut probes, &target, live_tx.take());
                 }
                 Some(()) = live_rx.recv() => {
-                    tracing::info!(pod = %self.pod.name_any(), container = %self.container.name, "liveness probe failed, restarting");
+                    self.event(Kind::Warning, "Unhealthy", "Liveness probe failed".into());
+                    self.event(Kind::Normal, "Killing", format!("Container {name} failed liveness probe, will be restarted"));
                     break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(self.grace())).await;
                 }
             }

@@ -24,6 +24,7 @@
 //! says so plainly otherwise.
 
 mod container;
+pub mod events;
 pub mod images;
 pub mod network;
 mod pod;
