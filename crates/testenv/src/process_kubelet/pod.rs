@@ -19,10 +19,10 @@ use tokio::task::JoinHandle;
 use super::ProcessKubeletOptions;
 use super::container::ContainerWorker;
 use super::images::Catalogue;
-use super::network::{NetnsRuntime, PodNetwork};
+use super::network::{Attachment, NetnsRuntime, PodNetwork};
 use super::spec::{self, PodFacts, Sources, Waiting};
 use super::status::{self, ContainerView, PodView, State};
-use super::volumes;
+use super::volumes::{self, VolumeDir};
 
 /// What every pod worker shares.
 pub(super) struct Context {
@@ -230,50 +230,102 @@ pub(super) async fn sleep_or_stop(
     stopped || stop.borrow().is_some()
 }
 
-async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Option<u64>>) {
-    let namespace = pod.namespace().unwrap_or_default();
-    let name = pod.name_any();
-    let containers = pod
-        .spec
-        .as_ref()
-        .map(|s| s.containers.clone())
-        .unwrap_or_default();
-    let init_containers = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.init_containers.clone())
-        .unwrap_or_default();
+fn new_shared(
+    ctx: &Context,
+    pod: &Pod,
+    init: &[Container],
+    containers: &[Container],
+) -> Arc<Shared> {
     let views = |list: &[Container]| -> Vec<ContainerView> {
         list.iter()
             .map(|c| ContainerView::new(&c.name, c.image.as_deref().unwrap_or_default()))
             .collect()
     };
-    let shared = Arc::new(Shared {
+    Arc::new(Shared {
         view: std::sync::Mutex::new(PodView {
             pod_ip: None,
             host_ip: ctx.network.bridge_ip().to_string(),
             started: SystemTime::now(),
-            init_containers: views(&init_containers),
-            containers: views(&containers),
+            init_containers: views(init),
+            containers: views(containers),
         }),
         last: tokio::sync::Mutex::new(None),
-        api: Api::namespaced(ctx.client.clone(), &namespace),
-        name: name.clone(),
-    });
+        api: Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default()),
+        name: pod.name_any(),
+    })
+}
+
+/// The pod's directory and its network namespace on the bridge.
+async fn attach(ctx: &Context, dir: &Path) -> Result<Attachment, String> {
+    let network = ctx.network.clone();
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        network.attach_pod().map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r)
+}
+
+/// A hosts file as the kubelet writes one: localhost and the pod's own name.
+fn write_hosts(path: &Path, ip: std::net::Ipv4Addr, name: &str) {
+    let text = format!(
+        "# Kubernetes-managed hosts file (process kubelet).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n{ip}\t{name}\n"
+    );
+    if let Err(e) = std::fs::write(path, text) {
+        tracing::warn!(pod = %name, error = %e, "process kubelet: cannot write the hosts file");
+    }
+}
+
+/// Writes the pod's volumes, holding every container in `ContainerCreating`
+/// (retried, as the kubelet retries mounts) while a source is missing.
+/// `None` when the pod is deleted first.
+async fn prepare_volumes(
+    ctx: &Context,
+    pod: &Pod,
+    facts: &PodFacts,
+    root: &Path,
+    shared: &Shared,
+    stop: &mut watch::Receiver<Option<u64>>,
+) -> Option<Arc<BTreeMap<String, VolumeDir>>> {
+    let namespace = pod.namespace().unwrap_or_default();
+    loop {
+        let prepared = match fetch_sources(&ctx.client, &namespace, pod).await {
+            Ok(sources) => volumes::prepare(pod, facts, root, &sources),
+            Err(e) => Err(Waiting::new(
+                "ContainerCreating",
+                format!("reading volume sources: {e}"),
+            )),
+        };
+        match prepared {
+            Ok(v) => return Some(Arc::new(v)),
+            Err(waiting) => {
+                shared.update_all(|c| {
+                    c.state = State::Waiting {
+                        reason: waiting.reason.clone(),
+                        message: waiting.message.clone(),
+                    }
+                });
+                shared.publish().await;
+                if sleep_or_stop(stop, ctx.options.config_retry).await {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Option<u64>>) {
+    let namespace = pod.namespace().unwrap_or_default();
+    let name = pod.name_any();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let containers = spec.containers;
+    let init_containers = spec.init_containers.unwrap_or_default();
+    let shared = new_shared(&ctx, &pod, &init_containers, &containers);
     let dir = pod_dir(&ctx.dir, &namespace, &name);
     let uid: String = pod.uid().unwrap_or_default().chars().take(8).collect();
-    let attachment = {
-        let network = ctx.network.clone();
-        let dir = dir.clone();
-        tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            network.attach_pod().map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r)
-    };
-    let attachment = match attachment {
+    let attachment = match attach(&ctx, &dir).await {
         Ok(a) => a,
         Err(e) => {
             shared.update_all(|c| {
@@ -298,41 +350,12 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
         node_name: ctx.options.node_name.clone(),
     };
     let hosts = dir.join(format!("hosts-{uid}"));
-    let hosts_text = format!(
-        "# Kubernetes-managed hosts file (process kubelet).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n{}\t{}\n",
-        attachment.ip, name
-    );
-    if let Err(e) = std::fs::write(&hosts, hosts_text) {
-        tracing::warn!(pod = %name, error = %e, "process kubelet: cannot write the hosts file");
-    }
-
-    // Volumes first: a missing ConfigMap or Secret holds every container in
-    // ContainerCreating, retried as the kubelet retries mounts.
+    write_hosts(&hosts, attachment.ip, &name);
     let volume_root = dir.join(format!("volumes-{uid}"));
-    let volumes = loop {
-        let prepared = match fetch_sources(&ctx.client, &namespace, &pod).await {
-            Ok(sources) => volumes::prepare(&pod, &facts, &volume_root, &sources),
-            Err(e) => Err(Waiting::new(
-                "ContainerCreating",
-                format!("reading volume sources: {e}"),
-            )),
-        };
-        match prepared {
-            Ok(v) => break Arc::new(v),
-            Err(waiting) => {
-                shared.update_all(|c| {
-                    c.state = State::Waiting {
-                        reason: waiting.reason.clone(),
-                        message: waiting.message.clone(),
-                    }
-                });
-                shared.publish().await;
-                if sleep_or_stop(&mut stop, ctx.options.config_retry).await {
-                    finalize(&ctx.client, &pod).await;
-                    return;
-                }
-            }
-        }
+    let Some(volumes) = prepare_volumes(&ctx, &pod, &facts, &volume_root, &shared, &mut stop).await
+    else {
+        finalize(&ctx.client, &pod).await;
+        return;
     };
 
     let worker = |init: bool, index: usize, container: &Container| ContainerWorker {
