@@ -325,36 +325,12 @@ impl ContainerWorker {
             },
             stopping: false,
         };
-        let path = launch
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-        let program = launch.argv.first().cloned().unwrap_or_default();
-        if spec::find_program(&program, &path, &launch.mounts).is_none() {
-            let message = if program.contains('/') {
-                format!(
-                    "failed to start container process: exec: \"{program}\": stat {program}: no such file or directory"
-                )
-            } else {
-                format!(
-                    "failed to start container process: exec: \"{program}\": executable file not found in $PATH"
-                )
-            };
-            return start_error(message);
-        }
-        let termination = self.termination_file();
         let log = self.log_file();
-        let log_offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
-        let prepared = (|| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::write(&termination, b"")?;
-            std::fs::set_permissions(&termination, std::fs::Permissions::from_mode(0o666))
-        })();
-        if let Err(e) = prepared {
-            return start_error(format!("cannot create the termination message file: {e}"));
-        }
+        let termination = self.termination_file();
+        let log_offset = match self.preflight(&launch) {
+            Ok(offset) => offset,
+            Err(message) => return start_error(message),
+        };
         let started =
             tokio::task::spawn_blocking(move || sandbox::start(&launch).map(|s| (s, launch)))
                 .await
@@ -462,6 +438,40 @@ impl ContainerWorker {
             terminated: Terminated::exited(code, message, started_at, finished_at),
             stopping,
         }
+    }
+
+    /// What a runtime checks before it starts a process: the program exists in
+    /// the container's view, the termination message file is fresh. Returns
+    /// where this run's output starts in the log.
+    fn preflight(&self, launch: &LaunchSpec) -> Result<u64, String> {
+        let path = launch
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let program = launch.argv.first().cloned().unwrap_or_default();
+        if spec::find_program(&program, &path, &launch.mounts).is_none() {
+            return Err(if program.contains('/') {
+                format!(
+                    "failed to start container process: exec: \"{program}\": stat {program}: no such file or directory"
+                )
+            } else {
+                format!(
+                    "failed to start container process: exec: \"{program}\": executable file not found in $PATH"
+                )
+            });
+        }
+        let termination = self.termination_file();
+        let prepared = (|| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(&termination, b"")?;
+            std::fs::set_permissions(&termination, std::fs::Permissions::from_mode(0o666))
+        })();
+        prepared.map_err(|e| format!("cannot create the termination message file: {e}"))?;
+        Ok(std::fs::metadata(self.log_file())
+            .map(|m| m.len())
+            .unwrap_or(0))
     }
 
     /// Starts the readiness and liveness probers of a started container.
