@@ -1097,3 +1097,54 @@ async fn mariadb_runs_as_a_pod_and_another_pod_queries_it() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn rabbitmq_runs_as_a_pod_and_speaks_amqp() -> Result<()> {
+    let (env, client, ns) = setup("pk-mq").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let mut mq = pod_json(
+        "mq",
+        "Always",
+        json!([{ "name": "rabbitmq", "image": "ratchet.test/rabbitmq:3.10",
+            "env": [
+                { "name": "HOME", "value": "/data" },
+                { "name": "RABBITMQ_MNESIA_BASE", "value": "/data/mnesia" },
+                { "name": "RABBITMQ_LOG_BASE", "value": "/data/log" },
+                { "name": "RABBITMQ_LOGS", "value": "-" }
+            ],
+            "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            "readinessProbe": { "tcpSocket": { "port": 5672 }, "periodSeconds": 1 } }]),
+    );
+    mq["spec"]["volumes"] = json!([{ "name": "data", "emptyDir": {} }]);
+    create(&pods, mq).await?;
+    let mq = until(
+        &pods,
+        "mq",
+        Duration::from_secs(120),
+        "rabbitmq ready",
+        is_ready,
+    )
+    .await?;
+    let ip: std::net::Ipv4Addr = mq.status.and_then(|s| s.pod_ip).context("mq IP")?.parse()?;
+    // The AMQP 0-9-1 handshake: the protocol header, answered by a method frame
+    // (type 1) carrying connection.start (class 10, method 10).
+    let client_ns = env.client_netns()?;
+    let frame = client_ns
+        .run(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut stream = tokio::net::TcpStream::connect((ip, 5672)).await?;
+            stream.write_all(b"AMQP\x00\x00\x09\x01").await?;
+            let mut head = [0u8; 11];
+            tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut head))
+                .await
+                .map_err(|_| std::io::Error::other("no answer"))??;
+            Ok::<_, std::io::Error>(head)
+        })
+        .await??;
+    ensure!(
+        frame[0] == 1 && frame[7..11] == [0, 10, 0, 10],
+        "not connection.start: {frame:?}"
+    );
+    ns.cleanup().await;
+    Ok(())
+}
