@@ -6,6 +6,7 @@ mod cluster;
 mod counting;
 mod install;
 mod operator;
+mod pods;
 mod setup;
 mod stats;
 mod storage;
@@ -35,6 +36,8 @@ enum Command {
     /// Upgrades while the operator is SIGKILLed and the API server restarts:
     /// what went wrong (counts) and how fast upgrades resume.
     Chaos(chaos::ChaosArgs),
+    /// Real pods (process kubelet, root): start latency and an image build, cold and cached.
+    Pods(pods::PodsArgs),
 }
 
 #[tokio::main]
@@ -52,5 +55,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Operator(args) => operator::run(args).await,
         Command::Storage(args) => storage::run(args).await,
         Command::Chaos(args) => chaos::run(args).await,
+        Command::Pods(args) => pods::run(args).await,
     }
 }

@@ -542,12 +542,18 @@ pub fn free_port() -> Result<u16> {
 /// the next start can remove what dead processes left behind (a cluster in a
 /// `static` is never dropped).
 fn new_cluster_dir() -> Result<tempfile::TempDir> {
+    new_work_dir("cluster")
+}
+
+/// A new working directory `$TMPDIR/ratchet-testenv/<pid>-<n>-<kind>…`, removed
+/// by a later start once this process is gone.
+pub(crate) fn new_work_dir(kind: &str) -> Result<tempfile::TempDir> {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let root = std::env::temp_dir().join("ratchet-testenv");
     std::fs::create_dir_all(&root).at(&root)?;
     remove_orphaned_dirs(&root);
     let prefix = format!(
-        "{}-{}-",
+        "{}-{}-{kind}-",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );

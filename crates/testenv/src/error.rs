@@ -69,6 +69,18 @@ pub enum TestEnvError {
 
     #[error("etcd request failed: {0}")]
     Etcd(String),
+
+    #[error("pod network: {0}")]
+    Network(String),
+
+    #[error("image catalogue: {0}")]
+    Image(String),
+
+    #[error("{0}")]
+    NotRoot(String),
+
+    #[error("service {service}: {detail}")]
+    Service { service: String, detail: String },
 }
 
 pub type Result<T, E = TestEnvError> = std::result::Result<T, E>;

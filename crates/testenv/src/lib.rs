@@ -4,16 +4,23 @@
 //!   from Go modules, on free loopback ports with fresh certificates.
 //! - [`SimKubelet`]: a Ready node whose pods run simulated lifecycles chosen
 //!   per workload through [`Scenarios`].
+//! - [`ProcessKubelet`]: a second node whose pods run as real Linux processes
+//!   (namespaces, volumes, probes, restarts); [`binding`] says which kubelet
+//!   takes a pod.
+//! - [`services`]: ready endpoints of a Service, picked as kube-proxy would.
 //! - [`TestEnv`]: one of each per test binary, shared by its tests.
 //! - [`EtcdClient`]: raw reads of what etcd really stores.
 
 pub mod binaries;
+pub mod binding;
 pub mod cluster;
 pub mod error;
 pub mod etcd;
 pub mod kubelet;
 pub mod pki;
 mod process;
+pub mod process_kubelet;
+pub mod services;
 pub mod shared;
 pub mod wait;
 
@@ -22,4 +29,6 @@ pub use cluster::{ClusterOptions, EtcdClientFiles, LocalCluster, StartupTimings}
 pub use error::{Result, TestEnvError};
 pub use etcd::{EtcdClient, EtcdTls, StoredObject};
 pub use kubelet::{Behaviour, Exit, KubeletOptions, PodSelector, RuleId, Scenarios, SimKubelet};
-pub use shared::{TestEnv, TestNamespace};
+pub use process_kubelet::{ProcessKubelet, ProcessKubeletOptions};
+pub use services::{RoundRobin, ServiceEndpoints, ready_endpoints};
+pub use shared::{ClientNetns, TestEnv, TestNamespace};

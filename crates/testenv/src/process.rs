@@ -37,7 +37,7 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
     })
 }
 
-fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
+pub(crate) fn spawn_tied_to_process(mut command: Command) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs between fork and exec and only calls
     // async-signal-safe functions (prctl, getppid).

@@ -5,10 +5,18 @@
 //! thread with its own runtime for the life of the process: each `#[tokio::test]`
 //! has a runtime of its own that ends with the test, so nothing shared may live
 //! on one. Tests make their own clients with [`TestEnv::client`].
+//!
+//! [`TestEnv::shared_with_processes`] adds a [`ProcessKubelet`] beside the
+//! simulated one (a second environment, so binaries that need no real pods
+//! never need root): [`TestEnv::process_namespace`] makes a namespace whose
+//! pods run as real processes, [`TestEnv::client_netns`] a network namespace
+//! on the pod network for load clients.
 
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -19,6 +27,8 @@ use crate::cluster::{ClusterOptions, LocalCluster, StartupTimings};
 use crate::error::{Result, TestEnvError};
 use crate::etcd::EtcdClient;
 use crate::kubelet::{KubeletOptions, Scenarios, SimKubelet};
+use crate::process_kubelet::network::{Attachment, NetnsRuntime, PodNetwork};
+use crate::process_kubelet::{ProcessKubelet, ProcessKubeletOptions};
 
 /// Handles to the shared cluster, usable from any runtime.
 pub struct TestEnv {
@@ -28,6 +38,14 @@ pub struct TestEnv {
     scenarios: Scenarios,
     timings: StartupTimings,
     logs: Vec<(&'static str, PathBuf)>,
+    process: Option<ProcessSide>,
+}
+
+/// What tests reach of the process kubelet.
+struct ProcessSide {
+    node_name: String,
+    dir: PathBuf,
+    network: Arc<PodNetwork>,
 }
 
 impl TestEnv {
@@ -35,9 +53,66 @@ impl TestEnv {
     /// thread while it starts; fails the same way for every caller if it cannot.
     pub fn shared() -> Result<&'static TestEnv> {
         static ENV: OnceLock<std::result::Result<TestEnv, String>> = OnceLock::new();
-        ENV.get_or_init(|| start_shared().map_err(|e| e.to_string()))
+        ENV.get_or_init(|| start_shared(false).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| TestEnvError::Shared(e.clone()))
+    }
+
+    /// Like [`TestEnv::shared`], with a [`ProcessKubelet`] serving
+    /// [`TestEnv::process_namespace`]s beside the simulated kubelet. Needs root.
+    pub fn shared_with_processes() -> Result<&'static TestEnv> {
+        static ENV: OnceLock<std::result::Result<TestEnv, String>> = OnceLock::new();
+        crate::process_kubelet::require_root()?;
+        ENV.get_or_init(|| start_shared(true).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| TestEnvError::Shared(e.clone()))
+    }
+
+    fn process(&self) -> Result<&ProcessSide> {
+        self.process.as_ref().ok_or_else(|| {
+            TestEnvError::Shared(
+                "this environment has no process kubelet: use TestEnv::shared_with_processes()"
+                    .into(),
+            )
+        })
+    }
+
+    /// The process kubelet's node.
+    pub fn process_node(&self) -> Result<&str> {
+        Ok(&self.process()?.node_name)
+    }
+
+    /// A fresh namespace labelled `ratchet.dev/kubelet=process`: its pods run
+    /// as real processes.
+    pub async fn process_namespace(&self, client: &Client, prefix: &str) -> Result<TestNamespace> {
+        self.process()?;
+        self.namespace_with_labels(
+            client,
+            prefix,
+            serde_json::json!({ crate::binding::KUBELET_LABEL: crate::binding::PROCESS }),
+        )
+        .await
+    }
+
+    /// Where a real pod's container log is.
+    pub fn pod_log(&self, namespace: &str, pod: &str, container: &str) -> Result<PathBuf> {
+        Ok(crate::process_kubelet::log_path(
+            &self.process()?.dir,
+            namespace,
+            pod,
+            container,
+        ))
+    }
+
+    /// A network namespace on the pod network with an address of its own, for
+    /// load clients and probes that must reach pods (never from the host).
+    pub fn client_netns(&self) -> Result<ClientNetns> {
+        let attachment = self.process()?.network.attach_client()?;
+        let runtime = NetnsRuntime::start(&attachment.netns)?;
+        Ok(ClientNetns {
+            runtime,
+            attachment,
+        })
     }
 
     /// A new client; make one per test (clients belong to the runtime that made them).
@@ -74,6 +149,16 @@ impl TestEnv {
 
     /// A fresh namespace named `<prefix>-<n>`, unique in this process.
     pub async fn namespace(&self, client: &Client, prefix: &str) -> Result<TestNamespace> {
+        self.namespace_with_labels(client, prefix, serde_json::json!({}))
+            .await
+    }
+
+    async fn namespace_with_labels(
+        &self,
+        client: &Client,
+        prefix: &str,
+        labels: serde_json::Value,
+    ) -> Result<TestNamespace> {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "{prefix}-{}-{}",
@@ -82,7 +167,7 @@ impl TestEnv {
         );
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": name }
+            "metadata": { "name": name, "labels": labels }
         }))
         .map_err(|e| TestEnvError::Kubeconfig(e.to_string()))?;
         api.create(&PostParams::default(), &ns).await?;
@@ -116,7 +201,62 @@ impl TestNamespace {
     }
 }
 
-fn start_shared() -> Result<TestEnv> {
+/// A network namespace on the pod network; code given to [`ClientNetns::run`]
+/// opens its sockets there. Removed on drop.
+pub struct ClientNetns {
+    // Field order is drop order: the thread stops before its namespace goes.
+    runtime: NetnsRuntime,
+    attachment: Attachment,
+}
+
+impl ClientNetns {
+    pub fn ip(&self) -> Ipv4Addr {
+        self.attachment.ip
+    }
+
+    pub fn netns(&self) -> &str {
+        &self.attachment.netns
+    }
+
+    /// Runs `future` inside the namespace.
+    pub async fn run<F>(&self, future: F) -> Result<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime.run(future).await
+    }
+
+    /// Runs a blocking closure (a blocking HTTP client, say) inside the
+    /// namespace, on its thread.
+    pub async fn run_blocking<F, T>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run(async move { f() }).await
+    }
+
+    /// One HTTP GET from inside the namespace: status code and body.
+    pub async fn http_get(
+        &self,
+        addr: SocketAddr,
+        path: &str,
+    ) -> Result<std::io::Result<(u16, String)>> {
+        let path = path.to_string();
+        self.run(async move {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                crate::process_kubelet::probes::http_get(addr, &path),
+            )
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other(format!("GET {addr}{path} timed out"))))
+        })
+        .await
+    }
+}
+
+fn start_shared(with_processes: bool) -> Result<TestEnv> {
     let (tx, rx) = std::sync::mpsc::channel::<Result<TestEnv>>();
     std::thread::Builder::new()
         .name("testenv-shared-cluster".into())
@@ -144,11 +284,22 @@ fn start_shared() -> Result<TestEnv> {
                     .await?;
                     let kubelet =
                         SimKubelet::start(cluster.client()?, KubeletOptions::default()).await?;
-                    Ok::<_, TestEnvError>((cluster, kubelet))
+                    let process = if with_processes {
+                        Some(
+                            ProcessKubelet::start(
+                                cluster.client()?,
+                                ProcessKubeletOptions::default(),
+                            )
+                            .await?,
+                        )
+                    } else {
+                        None
+                    };
+                    Ok::<_, TestEnvError>((cluster, kubelet, process))
                 }
                 .await;
                 match started {
-                    Ok((cluster, kubelet)) => {
+                    Ok((cluster, kubelet, process)) => {
                         let env = TestEnv {
                             config: cluster.config().clone(),
                             kubeconfig: cluster.kubeconfig_path().to_path_buf(),
@@ -160,11 +311,16 @@ fn start_shared() -> Result<TestEnv> {
                                 .iter()
                                 .map(|(c, p)| (*c, p.to_path_buf()))
                                 .collect(),
+                            process: process.as_ref().map(|p| ProcessSide {
+                                node_name: p.node_name().to_string(),
+                                dir: p.dir().to_path_buf(),
+                                network: p.network(),
+                            }),
                         };
                         let _ = tx.send(Ok(env));
                         // Keep cluster and kubelet alive until the process exits.
                         std::future::pending::<()>().await;
-                        drop((cluster, kubelet));
+                        drop((process, kubelet, cluster));
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));

@@ -1,7 +1,10 @@
 //! A simulated kubelet: one Ready node that runs pods' lifecycles without
 //! containers.
 //!
-//! Unscheduled pods are bound to the node; bound pods go Pending → Running →
+//! Unscheduled pods are bound to the node unless they belong to the process
+//! kubelet (see [`crate::binding`]: a namespace labelled
+//! `ratchet.dev/kubelet=process`, or a node selector naming the process node);
+//! bound pods go Pending → Running →
 //! Ready (long-running) or Running → Succeeded/Failed with an exit code and a
 //! termination message (Job pods); terminating pods are finalised so
 //! ReplicaSets, Jobs and the garbage collector see them go. What each pod does
@@ -22,7 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
@@ -32,6 +35,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
+use crate::binding;
 use crate::error::Result;
 pub use scenario::{Behaviour, Exit, PodIdentity, PodSelector, RuleId, Scenarios};
 
@@ -106,7 +110,7 @@ async fn register_node(client: &Client, name: &str) -> Result<()> {
     let node = json!({
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": { "name": name, "labels": { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux" } },
+        "metadata": { "name": name, "labels": binding::node_labels(name, binding::SIMULATED) },
     });
     let params = PatchParams::apply("ratchet-sim-kubelet").force();
     nodes.patch(name, &params, &Patch::Apply(&node)).await?;
@@ -235,6 +239,27 @@ async fn bind(state: Arc<KubeletState>, pod: Pod) {
     let (Some(ns), name) = (pod.namespace(), pod.name_any()) else {
         return;
     };
+    // The namespace is read when the pod is bound, not from a cache: a watch of
+    // namespaces could deliver a new namespace's labels after its first pod.
+    let namespaces: Api<Namespace> = Api::all(state.client.clone());
+    let labels = match retrying(|| namespaces.get_opt(&ns)).await {
+        Ok(Some(namespace)) => namespace.labels().clone(),
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(pod = %name, namespace = %ns, error = %e, "simulated kubelet: reading the namespace failed");
+            if let Some(uid) = pod.uid()
+                && let Some(tracked) = state.pods.lock().await.get_mut(&uid)
+            {
+                tracked.binding = false;
+            }
+            return;
+        }
+    };
+    let node_labels = binding::node_labels(&state.options.node_name, binding::SIMULATED);
+    if !binding::binds(&pod, &labels, &node_labels) {
+        // Another kubelet's pod; `tracked.binding` stays set so it is not looked at again.
+        return;
+    }
     let api: Api<Pod> = Api::namespaced(state.client.clone(), &ns);
     let binding = Binding {
         metadata: ObjectMeta {

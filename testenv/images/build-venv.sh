@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds one virtualenv image root for the process kubelet:
+#   build-venv.sh <dest> <python> <package==version>...
+# The virtualenv is created at /opt/venv inside a bubblewrap sandbox whose
+# /opt/venv is <dest>, so its scripts' shebangs name the path pods see. Built
+# with Debian's python (a Python under root's 0700 home cannot run as non-root),
+# from PyPI (pip honours PIP_* settings, e.g. PIP_FIND_LINKS). Progress goes to
+# stderr; <dest> appears only when the build succeeded.
+set -euo pipefail
+dest=$1
+python=$2
+shift 2
+mkdir -p "$(dirname "$dest")"
+exec 9>"$dest.lock"
+flock 9
+if [ -f "$dest/.built" ]; then
+  echo "image build: $dest is already built" >&2
+  exit 0
+fi
+tmp="$dest.partial"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+args=(--die-with-parent --ro-bind /usr /usr --ro-bind /etc /etc --dir /opt --bind "$tmp" /opt/venv
+  --dev /dev --proc /proc --tmpfs /tmp --setenv HOME /tmp)
+for link in bin sbin lib lib64; do
+  if [ -L "/$link" ]; then
+    args+=(--symlink "$(readlink "/$link")" "/$link")
+  elif [ -d "/$link" ]; then
+    args+=(--ro-bind "/$link" "/$link")
+  fi
+done
+if [ -n "${PIP_FIND_LINKS:-}" ] && [ -d "${PIP_FIND_LINKS}" ]; then
+  args+=(--ro-bind "$PIP_FIND_LINKS" "$PIP_FIND_LINKS")
+fi
+echo "image build: virtualenv with $python at $dest" >&2
+bwrap "${args[@]}" -- "$python" -m venv /opt/venv
+echo "image build: pip install $*" >&2
+bwrap "${args[@]}" -- /opt/venv/bin/python -m pip install --no-input --progress-bar off "$@" >&2
+chmod -R a+rX "$tmp"
+touch "$tmp/.built"
+rm -rf "$dest"
+mv "$tmp" "$dest"
+echo "image build: done: $dest" >&2
