@@ -15,6 +15,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::service::OpenStackService;
+use ratchet_operator::testing::Moments;
 use ratchet_operator::testing::witness::{
     Witness, event_counts, expected_upgrade, phase_of, settled, violations,
 };
@@ -84,19 +85,6 @@ impl Drop for Operator {
     }
 }
 
-/// xorshift64*: the same seed gives the same kill moments.
-struct Moments(u64);
-
-impl Moments {
-    fn between(&mut self, min: Duration, max: Duration) -> Duration {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let unit = (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
-        min + (max - min).mul_f64(unit)
-    }
-}
-
 #[derive(Default)]
 struct Tally {
     completed: usize,
@@ -130,7 +118,7 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
     let witness = Witness::start::<Cinder>(&client, NS);
     let expected = expected_upgrade(&Cinder::profile());
     let phases = expected.0.clone();
-    let mut moments = Moments(args.seed | 1);
+    let mut moments = Moments::seeded(args.seed);
 
     let mut tally = Tally::default();
     let started = Instant::now();

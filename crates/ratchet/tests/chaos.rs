@@ -16,6 +16,7 @@ use kube::{Api, Client};
 use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::service::OpenStackService;
+use ratchet_operator::testing::Moments;
 use ratchet_operator::testing::witness::{
     Witness, event_counts, expected_upgrade, settled, violations,
 };
@@ -25,27 +26,14 @@ use serde_json::json;
 
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(240);
 
-/// A small seeded generator (xorshift64*): the kill moments repeat for a seed.
-struct Moments(u64);
-
-impl Moments {
-    fn from_env() -> Moments {
-        let seed = std::env::var("RATCHET_CHAOS_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x5eed_2026);
-        eprintln!("chaos seed {seed}");
-        Moments(seed | 1)
-    }
-
-    /// A delay between `min` and `max`.
-    fn between(&mut self, min: Duration, max: Duration) -> Duration {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let unit = (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
-        min + (max - min).mul_f64(unit)
-    }
+/// The kill moments, seeded from `RATCHET_CHAOS_SEED` (printed, to repeat a run).
+fn moments() -> Moments {
+    let seed = std::env::var("RATCHET_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_2026);
+    eprintln!("chaos seed {seed}");
+    Moments::seeded(seed)
 }
 
 fn kills() -> usize {
@@ -241,7 +229,7 @@ async fn upgrades_complete_exactly_once_while_the_operator_is_killed() -> Result
     let cinders = Witness::start::<Cinder>(&client, &name);
     let ironics = Witness::start::<Ironic>(&client, &name);
     bump(&client, &name).await?;
-    let mut moments = Moments::from_env();
+    let mut moments = moments();
     for _ in 0..kills() {
         // The chaos itself: a kill at a random moment, not a wait for state.
         tokio::time::sleep(moments.between(Duration::from_millis(200), Duration::from_secs(2)))
@@ -286,7 +274,7 @@ async fn upgrades_complete_exactly_once_while_the_leader_is_killed() -> Result<(
     let ironics = Witness::start::<Ironic>(&client, &name);
     bump(&client, &name).await?;
     let leases: Api<Lease> = Api::namespaced(client.clone(), &name);
-    let mut moments = Moments::from_env();
+    let mut moments = moments();
     for _ in 0..kills().div_ceil(2) {
         tokio::time::sleep(moments.between(Duration::from_millis(500), Duration::from_secs(3)))
             .await;

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod error;
 pub mod etcd;
 pub mod kubelet;
+mod node;
 pub mod pki;
 mod process;
 pub mod process_kubelet;

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Namespace, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
@@ -106,36 +106,23 @@ impl SimKubelet {
 }
 
 async fn register_node(client: &Client, name: &str) -> Result<()> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node = json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": { "name": name, "labels": binding::node_labels(name, binding::SIMULATED) },
-    });
-    let params = PatchParams::apply("ratchet-sim-kubelet").force();
-    nodes.patch(name, &params, &Patch::Apply(&node)).await?;
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let status = json!({
-        "status": {
-            "capacity": { "cpu": "64", "memory": "256Gi", "pods": "10000" },
-            "allocatable": { "cpu": "64", "memory": "256Gi", "pods": "10000" },
-            "addresses": [{ "type": "InternalIP", "address": "127.0.0.1" }, { "type": "Hostname", "address": name }],
-            "conditions": [{
-                "type": "Ready", "status": "True", "reason": "KubeletReady",
-                "message": "simulated kubelet is posting ready status",
-                "lastHeartbeatTime": now, "lastTransitionTime": now,
-            }],
-            "nodeInfo": {
-                "architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.36.3-sim",
-                "kubeProxyVersion": "", "containerRuntimeVersion": "sim://1", "kernelVersion": "",
-                "osImage": "simulated", "machineID": "", "systemUUID": "", "bootID": "",
-            },
-        }
-    });
-    nodes
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
+    crate::node::register(
+        client,
+        &crate::node::NodeDescription {
+            name,
+            kind: binding::SIMULATED,
+            manager: "ratchet-sim-kubelet",
+            cpu: "64",
+            memory: "256Gi",
+            pods: "10000",
+            internal_ip: "127.0.0.1".into(),
+            message: "simulated kubelet is posting ready status",
+            kubelet_version: "v1.36.3-sim",
+            runtime: "sim://1",
+            os_image: "simulated",
+        },
+    )
+    .await
 }
 
 struct KubeletState {

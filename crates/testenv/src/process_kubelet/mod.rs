@@ -40,13 +40,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Namespace, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
-use serde_json::json;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
@@ -206,42 +205,29 @@ impl Drop for ProcessKubelet {
 }
 
 async fn register_node(client: &Client, name: &str, network: &PodNetwork) -> Result<()> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node = json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": { "name": name, "labels": binding::node_labels(name, binding::PROCESS) },
-    });
-    let params = PatchParams::apply("ratchet-process-kubelet").force();
-    nodes.patch(name, &params, &Patch::Apply(&node)).await?;
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let status = json!({
-        "status": {
-            "capacity": { "cpu": "2", "memory": "16Gi", "pods": "500" },
-            "allocatable": { "cpu": "2", "memory": "16Gi", "pods": "500" },
-            "addresses": [{ "type": "InternalIP", "address": network.bridge_ip().to_string() }, { "type": "Hostname", "address": name }],
-            "conditions": [{
-                "type": "Ready", "status": "True", "reason": "KubeletReady",
-                "message": "process kubelet is posting ready status",
-                "lastHeartbeatTime": now, "lastTransitionTime": now,
-            }],
-            "nodeInfo": {
-                "architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.36.3-process",
-                "kubeProxyVersion": "", "containerRuntimeVersion": "bubblewrap://0.8", "kernelVersion": "",
-                "osImage": "host processes", "machineID": "", "systemUUID": "", "bootID": "",
-            },
-        }
-    });
-    nodes
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
+    crate::node::register(
+        client,
+        &crate::node::NodeDescription {
+            name,
+            kind: binding::PROCESS,
+            manager: "ratchet-process-kubelet",
+            cpu: "2",
+            memory: "16Gi",
+            pods: "500",
+            internal_ip: network.bridge_ip().to_string(),
+            message: "process kubelet is posting ready status",
+            kubelet_version: "v1.36.3-process",
+            runtime: "bubblewrap://0.8",
+            os_image: "host processes",
+        },
+    )
+    .await
 }
 
 async fn run(state: Arc<KubeletState>) {
     let pods: Api<Pod> = Api::all(state.ctx.client.clone());
     let mut events = watcher::watcher(pods, watcher::Config::default())
-        .default_backoff()
+        .backoff(crate::wait::fast_backoff())
         .boxed();
     while let Some(event) = events.next().await {
         match event {
