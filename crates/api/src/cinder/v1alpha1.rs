@@ -63,6 +63,7 @@ pub struct CinderSpec {
     /// here (the ConfigMap is readable); the database and transport URLs come from
     /// their Secrets.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -78,6 +79,7 @@ pub struct VolumeBackendSpec {
     pub resources: Option<ResourceRequirements>,
     /// Options of the back end's section in `cinder.conf` (e.g. `volume_driver`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::options_schema")]
     pub options: BTreeMap<String, String>,
 }
 
