@@ -44,6 +44,13 @@ pub const NAME_PATTERN: &str = "^[A-Za-z0-9_.-]+$";
 /// either end.
 pub const VALUE_PATTERN: &str = r"^([^\p{Z}\p{Cc}]([^\p{Cc}\x{2028}\x{2029}]*[^\p{Z}\p{Cc}])?)?$";
 
+/// At most this many sections in an `extraConfig`, and options in a section.
+/// The bounds let the API server afford the CEL rules on the names: without
+/// them it estimates the cost of checking every name of every section as
+/// beyond its budget and refuses the CRD.
+pub const MAX_SECTIONS: u32 = 128;
+pub const MAX_OPTIONS: u32 = 512;
+
 /// What a name may hold, for messages.
 pub const NAME_RULE: &str = "may contain only ASCII letters, digits, '_', '-' and '.' (oslo.config reads '[', ']', '=', ':', a leading '#' or ';', whitespace and control characters as file structure)";
 
@@ -81,6 +88,7 @@ fn names_rule(what: &str) -> serde_json::Value {
 fn options_json() -> serde_json::Value {
     json!({
         "type": "object",
+        "maxProperties": MAX_OPTIONS,
         "additionalProperties": { "type": "string", "pattern": VALUE_PATTERN },
         "x-kubernetes-validations": names_rule("option names"),
     })
@@ -90,6 +98,7 @@ fn options_json() -> serde_json::Value {
 pub fn sections_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     json_schema!({
         "type": "object",
+        "maxProperties": MAX_SECTIONS,
         "additionalProperties": options_json(),
         "x-kubernetes-validations": names_rule("section names"),
     })

@@ -50,7 +50,9 @@ pub struct CinderSpec {
     #[serde(default)]
     pub backup: WorkloadSpec,
     /// Volume back ends by name; each runs as Deployment `<name>-volume-<backend>`.
+    /// At most 64.
     #[serde(default)]
+    #[schemars(extend("maxProperties" = 64))]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 40)").message("volume back-end names must be lowercase DNS labels of at most 40 characters"))]
     pub volumes: BTreeMap<String, VolumeBackendSpec>,
     /// Seconds a workload's rollout may make no progress before it is reported

@@ -56,8 +56,11 @@ pub struct CinderSpec {
     pub backup: WorkloadSpec,
     /// Volume back ends, each with a unique name; each runs as Deployment
     /// `<name>-volume-<backend>`. Server-side apply merges entries by name.
+    /// At most 64 (a bound the API server needs to afford the CEL rules on each
+    /// back end's option names).
     #[serde(default)]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
+    #[schemars(length(max = 64))]
     pub volume_backends: Vec<VolumeBackend>,
     /// Seconds a workload's rollout may make no progress before it is reported
     /// as stalled (condition and Warning event; the upgrade keeps waiting).
