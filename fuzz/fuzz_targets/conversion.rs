@@ -23,6 +23,18 @@ fn carries_a_record(object: &Value) -> bool {
         .any(|key| annotations.get(key).is_some())
 }
 
+/// The JSON type of a value.
+fn kind(value: &Value) -> u8 {
+    match value {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Number(_) => 2,
+        Value::String(_) => 3,
+        Value::Array(_) => 4,
+        Value::Object(_) => 5,
+    }
+}
+
 /// Adds to `object` every field of `typed` (its decoded and re-encoded form)
 /// that it lacks or holds as `null`: the defaults the types fill in
 /// (`backup: {}`, empty status strings), which a converted object carries.
@@ -46,9 +58,12 @@ fn add_defaults(object: &mut Value, typed: &Value) {
                 add_defaults(item, typed);
             }
         }
-        // serde reads a list as a struct (its fields in order); the API server
-        // stores an object there.
-        (object @ Value::Array(_), typed @ Value::Object(_)) => *object = typed.clone(),
+        // serde reads some values of another JSON type (a list as a struct, its
+        // fields in order; `{"Variant": null}` as an enum's variant); the API
+        // server stores only the type the schema declares.
+        (object, typed) if kind(object) != kind(typed) && !typed.is_null() => {
+            *object = typed.clone()
+        }
         _ => {}
     }
 }
@@ -69,6 +84,18 @@ fn canonical(mut object: Value) -> Value {
     };
     let Some(typed) = typed else { return object };
     add_defaults(&mut object, &typed);
+    // `metadata` as the API server stores it: typed, without nulls, empty maps or
+    // unknown fields.
+    if let (Some(metadata), Some(typed)) = (object.get_mut("metadata"), typed.get("metadata")) {
+        *metadata = typed.clone();
+        if let Value::Object(fields) = metadata {
+            fields.retain(|_, v| match v {
+                Value::Object(m) => !m.is_empty(),
+                Value::Array(a) => !a.is_empty(),
+                _ => true,
+            });
+        }
+    }
     if let (Some(Value::Array(conditions)), Some(Value::Array(written))) = (
         object.pointer_mut("/status/conditions"),
         typed.pointer("/status/conditions"),
