@@ -14,11 +14,14 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("has(self.tag) != has(self.digest)").message("set exactly one of spec.image.tag and spec.image.digest"))]
 pub struct ImageSpec {
     /// Image repository, e.g. `registry.example/openstack/cinder`.
-    #[schemars(length(min = 1, max = 255))]
+    #[schemars(
+        length(min = 1, max = 255),
+        regex(pattern = ratchet_release::REPOSITORY_CHARACTERS_PATTERN)
+    )]
     pub repository: String,
     /// Image tag, e.g. `2026.1` or `2026.1-p1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
+    #[schemars(length(min = 1, max = 128), regex(pattern = ratchet_release::TAG_PATTERN))]
     pub tag: Option<String>,
     /// Image digest, `sha256:<64 hex digits>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,6 +7,7 @@
 pub mod cinder;
 pub mod common;
 pub mod ironic;
+pub mod oslo;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

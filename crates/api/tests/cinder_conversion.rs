@@ -361,6 +361,20 @@ fn metadata_is_kept_as_it_came_except_the_annotations() {
 }
 
 #[test]
+fn an_unknown_float_survives_the_annotation_exactly() {
+    // Found by the conversion fuzz target: read back from the annotation's text
+    // without serde_json's float_roundtrip, this came back one ULP off.
+    let mut beta = beta(
+        beta_spec(json!([{"name": "lvm"}, {"name": "a"}])),
+        None,
+        None,
+    );
+    beta["spec"]["image"]["reference"]["futureScore"] = json!(4.4508414243512935e-306);
+    let alpha = converted(&beta, V1ALPHA1);
+    assert_eq!(converted(&alpha, V1BETA1), beta);
+}
+
+#[test]
 fn converting_to_the_same_version_changes_nothing() {
     let alpha = alpha(&["b", "a"]);
     assert_eq!(converted(&alpha, V1ALPHA1), alpha);

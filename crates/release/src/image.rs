@@ -5,6 +5,16 @@ use std::fmt;
 
 use crate::release::{PatchedRelease, Release};
 
+/// A tag, as an OpenAPI `pattern`: what [`ImageRef::new`] admits (the OCI tag
+/// grammar, at most 128 characters).
+pub const TAG_PATTERN: &str = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$";
+
+/// The characters a repository may hold, as an OpenAPI `pattern`. Coarser than
+/// [`ImageRef::new`] (which checks the path components and the registry host),
+/// it keeps whitespace and control characters out of stored objects: the image
+/// reference goes into pod specs, not a configuration file or a shell.
+pub const REPOSITORY_CHARACTERS_PATTERN: &str = r"^[A-Za-z0-9._:/-]+$";
+
 /// Why an image reference is refused. Messages name the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ImageError {
@@ -360,6 +370,34 @@ mod tests {
             .expect_err("uppercase")
             .to_string();
         assert!(err.contains("spec.image.repository"), "{err}");
+    }
+
+    #[test]
+    fn the_schema_patterns_agree_with_the_validation() {
+        let tag = regex::Regex::new(TAG_PATTERN).expect("tag pattern");
+        let chars = regex::Regex::new(REPOSITORY_CHARACTERS_PATTERN).expect("repository pattern");
+        for t in [
+            "2026.1", "_x", "a-b.c_d", ".x", "-x", "", "a b", "a\nb", "a:b", "ü",
+        ] {
+            assert_eq!(tag.is_match(t), validate_tag(t).is_ok(), "{t:?}");
+        }
+        let long = "x".repeat(129);
+        assert!(!tag.is_match(&long) && validate_tag(&long).is_err());
+        // Whatever the validation admits, the coarser schema pattern admits too.
+        for r in [
+            "cinder",
+            "host.example:5000/a/b-c",
+            "localhost/x",
+            "a__b/c.d",
+        ] {
+            assert!(validate_repository(r).is_ok() && chars.is_match(r), "{r}");
+        }
+        for r in ["a b", "a\nb", "a\u{7f}", "é", "a@b"] {
+            assert!(
+                !chars.is_match(r) && validate_repository(r).is_err(),
+                "{r:?}"
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,10 @@
 mod image;
 mod release;
 
-pub use image::{ImageError, ImageLayout, ImagePin, ImageRef, ImageRelease, lockstep_mismatch};
+pub use image::{
+    ImageError, ImageLayout, ImagePin, ImageRef, ImageRelease, REPOSITORY_CHARACTERS_PATTERN,
+    TAG_PATTERN, lockstep_mismatch,
+};
 pub use release::{
     MAX_YEAR, MIN_YEAR, PatchedRelease, RELEASE_PATTERN, Release, ReleaseError, Step,
 };

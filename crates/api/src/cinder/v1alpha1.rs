@@ -50,7 +50,9 @@ pub struct CinderSpec {
     #[serde(default)]
     pub backup: WorkloadSpec,
     /// Volume back ends by name; each runs as Deployment `<name>-volume-<backend>`.
+    /// At most 64.
     #[serde(default)]
+    #[schemars(extend("maxProperties" = 64))]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 40)").message("volume back-end names must be lowercase DNS labels of at most 40 characters"))]
     pub volumes: BTreeMap<String, VolumeBackendSpec>,
     /// Seconds a workload's rollout may make no progress before it is reported
@@ -63,6 +65,7 @@ pub struct CinderSpec {
     /// here (the ConfigMap is readable); the database and transport URLs come from
     /// their Secrets.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -78,6 +81,7 @@ pub struct VolumeBackendSpec {
     pub resources: Option<ResourceRequirements>,
     /// Options of the back end's section in `cinder.conf` (e.g. `volume_driver`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::options_schema")]
     pub options: BTreeMap<String, String>,
 }
 

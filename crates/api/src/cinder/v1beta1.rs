@@ -56,8 +56,11 @@ pub struct CinderSpec {
     pub backup: WorkloadSpec,
     /// Volume back ends, each with a unique name; each runs as Deployment
     /// `<name>-volume-<backend>`. Server-side apply merges entries by name.
+    /// At most 64 (a bound the API server needs to afford the CEL rules on each
+    /// back end's option names).
     #[serde(default)]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
+    #[schemars(length(max = 64))]
     pub volume_backends: Vec<VolumeBackend>,
     /// Seconds a workload's rollout may make no progress before it is reported
     /// as stalled (condition and Warning event; the upgrade keeps waiting).
@@ -69,6 +72,7 @@ pub struct CinderSpec {
     /// here (the ConfigMap is readable); the database and transport URLs come from
     /// their Secrets.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -81,7 +85,10 @@ pub struct CinderSpec {
 #[serde(rename_all = "camelCase")]
 pub struct Image {
     /// Image repository, e.g. `registry.example/openstack/cinder`.
-    #[schemars(length(min = 1, max = 255))]
+    #[schemars(
+        length(min = 1, max = 255),
+        regex(pattern = ratchet_release::REPOSITORY_CHARACTERS_PATTERN)
+    )]
     pub repository: String,
     /// Which image of the repository: a tag or a digest. Always replaced as a whole,
     /// so switching from a tag to a digest needs no removal of the tag.
@@ -107,7 +114,7 @@ impl Image {
 pub struct ImageReference {
     /// Image tag, e.g. `2026.1` or `2026.1-p1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
+    #[schemars(length(min = 1, max = 128), regex(pattern = ratchet_release::TAG_PATTERN))]
     pub tag: Option<String>,
     /// Image digest, `sha256:<64 hex digits>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +143,7 @@ pub struct VolumeBackend {
     pub resources: Option<ResourceRequirements>,
     /// Options of the back end's section in `cinder.conf` (e.g. `volume_driver`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::options_schema")]
     pub options: BTreeMap<String, String>,
 }
 

@@ -55,6 +55,7 @@ pub struct IronicSpec {
     pub rollout_deadline_seconds: Option<i32>,
     /// Extra `ironic.conf` settings: section → option → value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
 }
 

@@ -27,14 +27,18 @@ impl OpenStackService for Cinder {
     }
 
     fn spec_view(&self) -> SpecView {
-        status::spec_view(
+        let mut view = status::spec_view(
             self.metadata.generation,
             &self.spec.open_stack_release,
             &self.spec.image.to_image_spec(),
             ratchet_release::ImageLayout::Reference,
             &self.spec.extra_config,
             Self::MANAGED_OPTIONS,
-        )
+        );
+        // The back ends' options are written into cinder.conf too.
+        view.invalid_config
+            .extend(config::backend_violations(&self.spec));
+        view
     }
 
     fn status_view(&self) -> StatusView {
@@ -93,5 +97,116 @@ impl OpenStackService for Cinder {
             }
         }
         violations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use ratchet_phase_machine::vocabulary::{condition, reason};
+    use ratchet_phase_machine::{Observed, Outcome, decide};
+
+    use super::*;
+    use crate::service::status::observed_spec;
+
+    fn cinder(extra: serde_json::Value) -> Cinder {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+            "kind": "Cinder",
+            "metadata": { "name": "c", "namespace": "ns", "generation": 1 },
+            "spec": {
+                "openStackRelease": "2026.1",
+                "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+                "volumeBackends": [{ "name": "lvm", "options": { "volume_driver": "lvm" } }],
+                "extraConfig": extra,
+            }
+        }))
+        .expect("cinder")
+    }
+
+    fn observed(cinder: &Cinder, model: &ServiceModel) -> Observed {
+        Observed {
+            spec: observed_spec(cinder, model),
+            status: cinder.status_view(),
+            config_hash: String::new(),
+            missing_secrets: Vec::new(),
+            jobs: BTreeMap::new(),
+            workloads: BTreeMap::new(),
+            desired_workloads: model.workload_ids(),
+            reported_check_job: None,
+            now: "2026-12-01T10:00:00Z".into(),
+        }
+    }
+
+    /// With the schema and the webhook out of the way (an object written
+    /// before they existed, or a cluster where they were edited), the renderer
+    /// still refuses: nothing is rendered, and the machine blocks with
+    /// InvalidConfig on DatabaseReady and Ready, creating nothing.
+    #[test]
+    fn an_injected_section_blocks_with_invalid_config_and_renders_nothing() {
+        let hostile = cinder(serde_json::json!({
+            "DEFAULT": { "debug": "true\n[database]\nconnection = mysql://evil" },
+            "weird]\n[keystone_authtoken": { "auth_type": "none" },
+        }));
+        let model = hostile.model("c");
+        let refused = model.config.clone().expect_err("the renderer refuses");
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        let decision = decide(&Cinder::profile(), &observed(&hostile, &model));
+        assert!(
+            decision.jobs.is_empty() && decision.workloads.is_empty(),
+            "{decision:?}"
+        );
+        assert!(matches!(decision.outcome, Outcome::Failed { .. }));
+        let of = |kind: &str| {
+            decision
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.kind == kind)
+                .cloned()
+                .expect(kind)
+        };
+        let db = of(condition::DATABASE_READY);
+        assert_eq!(
+            (db.status, db.reason.as_str()),
+            (false, reason::INVALID_CONFIG)
+        );
+        for message in &refused {
+            assert!(db.message.contains(message.as_str()), "{}", db.message);
+        }
+        assert!(!of(condition::READY).status);
+        // The webhook refuses with the same messages.
+        assert_eq!(
+            crate::webhooks::validation::validate(&hostile, None),
+            refused
+        );
+
+        let fine = cinder(serde_json::json!({ "DEFAULT": { "debug": "true" } }));
+        let model = fine.model("c");
+        assert!(
+            model
+                .config
+                .as_ref()
+                .is_ok_and(|t| t.contains("debug = true\n"))
+        );
+        assert!(observed_spec(&fine, &model).invalid_config.is_empty());
+    }
+
+    /// What only the renderer sees (a back-end name the schema would refuse)
+    /// still reaches the machine.
+    #[test]
+    fn a_refusal_only_the_renderer_sees_still_blocks() {
+        let mut odd = cinder(serde_json::json!({}));
+        odd.spec.volume_backends[0].name = "lvm]\n[database".into();
+        let model = odd.model("c");
+        assert!(model.config.is_err());
+        assert!(odd.spec_view().invalid_config.is_empty());
+        let spec = observed_spec(&odd, &model);
+        assert!(!spec.invalid_config.is_empty(), "{spec:?}");
+        let decision = decide(&Cinder::profile(), &observed(&odd, &model));
+        assert!(decision.jobs.is_empty() && decision.workloads.is_empty());
     }
 }

@@ -8,8 +8,15 @@ use ratchet_api::ironic::v1alpha1::{Ironic, IronicSpec};
 use crate::service::OpenStackService;
 use crate::service::ini::{self, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL};
+use crate::service::status::EXTRA_CONFIG;
 
-pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> String {
+/// The file, or why it cannot be written: the entries of `extraConfig` that
+/// oslo.config would read otherwise than written (nothing is rendered then).
+pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, Vec<String>> {
+    let refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
+    if !refused.is_empty() {
+        return Err(refused);
+    }
     let mut sections = Sections::new();
     sections
         .entry("DEFAULT".into())
@@ -52,12 +59,25 @@ mod tests {
             "conductor".into(),
             BTreeMap::from([("automated_clean".into(), "false".into())]),
         );
-        let text = render("ns", "i", &spec);
+        let text = render("ns", "i", &spec).expect("renders");
         assert!(
             text.contains("[conductor]\nautomated_clean = false\n"),
             "{text}"
         );
         assert!(!text.contains("connection ="));
         assert!(!text.contains("pin_release_version ="));
+
+        spec.extra_config.insert(
+            "conductor".into(),
+            BTreeMap::from([("automated_clean".into(), "false\n[DEFAULT]".into())]),
+        );
+        let refused = render("ns", "i", &spec).expect_err("refused");
+        assert_eq!(
+            refused,
+            [format!(
+                "spec.extraConfig[\"conductor\"][\"automated_clean\"]: values {}",
+                ratchet_api::oslo::VALUE_RULE
+            )]
+        );
     }
 }

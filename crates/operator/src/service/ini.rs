@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use ratchet_api::oslo::{self, NAME_RULE, VALUE_RULE};
+
 pub type Sections = BTreeMap<String, BTreeMap<String, String>>;
 
 /// An option Ratchet sets itself, outside the rendered file. `extraConfig`
@@ -21,7 +23,7 @@ pub struct ManagedOption {
 impl ManagedOption {
     /// Whether `section`/`option` of a file names this option (oslo.config
     /// treats `-` and `_` in option names alike; case is not trusted either).
-    fn named_by(&self, section: &str, option: &str) -> bool {
+    pub fn named_by(&self, section: &str, option: &str) -> bool {
         let normal = |s: &str| s.to_ascii_lowercase().replace('-', "_");
         section.eq_ignore_ascii_case(self.section) && normal(option) == normal(self.option)
     }
@@ -58,6 +60,36 @@ pub fn managed_option_violations(extra: &Sections, managed: &[ManagedOption]) ->
         .collect()
 }
 
+/// Entries of `sections` (the resource's field `field`, e.g. `spec.extraConfig`)
+/// that oslo.config would not read back as written (the rules are
+/// [`ratchet_api::oslo`]'s), as messages naming the entry. Values are not
+/// quoted in the messages: they may be meant to be private.
+pub fn unsafe_entries(field: &str, sections: &Sections) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (section, options) in sections {
+        if !oslo::is_name(section) {
+            violations.push(format!("{field}[{section:?}]: section names {NAME_RULE}"));
+        }
+        violations.extend(unsafe_options(&format!("{field}[{section:?}]"), options));
+    }
+    violations
+}
+
+/// Entries of one section's `options` (the field `field`) that oslo.config would
+/// not read back as written.
+pub fn unsafe_options(field: &str, options: &BTreeMap<String, String>) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (option, value) in options {
+        if !oslo::is_name(option) {
+            violations.push(format!("{field}[{option:?}]: option names {NAME_RULE}"));
+        }
+        if !oslo::is_value(value) {
+            violations.push(format!("{field}[{option:?}]: values {VALUE_RULE}"));
+        }
+    }
+    violations
+}
+
 /// Adds `extra` (a resource's `extraConfig`) over `sections`, option by
 /// option, leaving out the `managed` ones (refused with a reason elsewhere).
 pub fn overlay(sections: &mut Sections, extra: &Sections, managed: &[ManagedOption]) {
@@ -71,7 +103,22 @@ pub fn overlay(sections: &mut Sections, extra: &Sections, managed: &[ManagedOpti
 }
 
 /// The file: `header` lines as comments, then the sections.
-pub fn write(header: &[String], mut sections: Sections) -> String {
+///
+/// Refuses, with the entries it cannot write, anything oslo.config would not
+/// read back as given (a name or value that would open a section, start
+/// another line or be stripped): the last guard, whatever the service checked
+/// before calling it.
+pub fn write(header: &[String], mut sections: Sections) -> Result<String, Vec<String>> {
+    let mut refused = unsafe_entries("configuration", &sections);
+    refused.extend(
+        header
+            .iter()
+            .filter(|line| !oslo::is_value(line))
+            .map(|line| format!("configuration header {line:?}: lines {VALUE_RULE}")),
+    );
+    if !refused.is_empty() {
+        return Err(refused);
+    }
     let mut out = String::new();
     for line in header {
         let _ = writeln!(out, "# {line}");
@@ -83,7 +130,7 @@ pub fn write(header: &[String], mut sections: Sections) -> String {
             let _ = writeln!(out, "{key} = {value}");
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -107,8 +154,8 @@ mod tests {
         )]);
         overlay(&mut sections, &extra, &[]);
         assert_eq!(
-            write(&["hello".into()], sections),
-            "# hello\n\n[DEFAULT]\ndebug = true\n\n[zeta]\na = 1\n"
+            write(&["hello".into()], sections).as_deref(),
+            Ok("# hello\n\n[DEFAULT]\ndebug = true\n\n[zeta]\na = 1\n")
         );
     }
 
@@ -138,14 +185,66 @@ mod tests {
         let mut sections = Sections::new();
         overlay(&mut sections, &extra, &managed);
         assert_eq!(
-            write(&[], sections),
-            "\n[DEFAULT]\ndebug = true\n\n[database]\n"
+            write(&[], sections).as_deref(),
+            Ok("\n[DEFAULT]\ndebug = true\n\n[database]\n")
         );
         assert!(managed_option_violations(&extra, &[TRANSPORT_URL]).is_empty());
     }
 
     #[test]
     fn an_empty_default_section_is_still_written() {
-        assert_eq!(write(&[], Sections::new()), "\n[DEFAULT]\n");
+        assert_eq!(write(&[], Sections::new()).as_deref(), Ok("\n[DEFAULT]\n"));
+    }
+
+    fn one(section: &str, option: &str, value: &str) -> Sections {
+        Sections::from([(
+            section.to_string(),
+            BTreeMap::from([(option.to_string(), value.to_string())]),
+        )])
+    }
+
+    #[test]
+    fn hostile_names_and_values_are_refused_naming_the_entry() {
+        let injected = one(
+            "DEFAULT",
+            "debug",
+            "true\n[database]\nconnection = mysql://x",
+        );
+        assert_eq!(
+            unsafe_entries("spec.extraConfig", &injected),
+            [format!(
+                "spec.extraConfig[\"DEFAULT\"][\"debug\"]: values {VALUE_RULE}"
+            )]
+        );
+        let section = one("weird]\n[keystone_authtoken", "a", "b");
+        assert_eq!(
+            unsafe_entries("spec.extraConfig", &section),
+            [format!(
+                "spec.extraConfig[\"weird]\\n[keystone_authtoken\"]: section names {NAME_RULE}"
+            )]
+        );
+        let option = one("DEFAULT", "a = b\r", " padded");
+        let v = unsafe_entries("spec.extraConfig", &option);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].starts_with("spec.extraConfig[\"DEFAULT\"][\"a = b\\r\"]: option names"));
+        assert!(v[1].contains("values may not"), "{v:?}");
+        assert!(
+            !v.iter().any(|m| m.contains("padded")),
+            "values are not quoted"
+        );
+        assert!(unsafe_entries("f", &one("DEFAULT", "debug", "true")).is_empty());
+    }
+
+    #[test]
+    fn the_writer_refuses_what_it_cannot_write_back() {
+        for sections in [
+            one("DEFAULT", "debug", "true\n[database]"),
+            one("a]\n[b", "x", "y"),
+            one("DEFAULT", "#x", "y"),
+            one("DEFAULT", "x", "y "),
+        ] {
+            assert!(write(&[], sections.clone()).is_err(), "{sections:?}");
+        }
+        assert!(write(&["a\n[database]".into()], Sections::new()).is_err());
     }
 }

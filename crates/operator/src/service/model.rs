@@ -55,9 +55,11 @@ pub struct WorkloadModel {
 pub struct ServiceModel {
     /// Where the configuration is mounted; commands read it with `--config-dir`.
     pub config_dir: &'static str,
-    /// The configuration's file name in that directory, and its text.
+    /// The configuration's file name in that directory, and its text; or the
+    /// entries the renderer refused to write (the resource is then blocked with
+    /// `InvalidConfig` and no ConfigMap is written).
     pub config_file: &'static str,
-    pub config: String,
+    pub config: Result<String, Vec<String>>,
     /// A writable directory for the service's state (lock files, caches).
     pub state_dir: &'static str,
     pub secrets: Vec<SecretEnv>,

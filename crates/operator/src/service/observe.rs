@@ -135,7 +135,7 @@ pub async fn observe<S: OpenStackService>(
         observed_jobs.insert(suffix.clone(), observed);
     }
     let observed = Observed {
-        spec: object.spec_view(),
+        spec: super::status::observed_spec(object, model),
         status: object.status_view(),
         config_hash,
         missing_secrets,

@@ -91,13 +91,23 @@ impl<S: OpenStackService> Pass<S> {
         let object = self.freshest(cached);
         let owner = Owner::of(S::SERVICE, object.as_ref())?;
         let model = object.model(&owner.name);
-        let config_hash = content_hash(model.config.as_bytes());
-        let config_map = render::config_map(&owner, &model)?;
+        // A configuration the renderer refused is not written: the machine sees
+        // the refusal (InvalidConfig) and creates nothing that would mount it.
+        let text = model.config.as_deref().ok();
+        let config_hash = content_hash(text.unwrap_or_default().as_bytes());
+        let config_map = text
+            .map(|text| render::config_map(&owner, &model, text))
+            .transpose()?;
         let profile = &self.profile;
         // The ConfigMap is applied (when it changed) while the Secrets are
         // checked: both finish before any Job or workload that mounts it is created.
         let (_, (observed, children)) = tokio::try_join!(
-            self.apply_config_map(&ctx, &owner, &config_map),
+            async {
+                match &config_map {
+                    Some(config_map) => self.apply_config_map(&ctx, &owner, config_map).await,
+                    None => Ok(()),
+                }
+            },
             observe(
                 &ctx,
                 &self.caches,

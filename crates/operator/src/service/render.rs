@@ -74,12 +74,13 @@ impl Owner {
     }
 }
 
-pub fn config_map(owner: &Owner, model: &ServiceModel) -> Result<ConfigMap> {
+/// The ConfigMap holding `text`, the model's rendered configuration.
+pub fn config_map(owner: &Owner, model: &ServiceModel, text: &str) -> Result<ConfigMap> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": owner.metadata(&owner.config_map_name(), "config", BTreeMap::new()),
-        "data": { model.config_file: model.config },
+        "data": { model.config_file: text },
     }))?)
 }
 

@@ -9,7 +9,7 @@ use ratchet_release::ImageLayout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::ini::{ManagedOption, Sections, managed_option_violations};
+use super::ini::{ManagedOption, Sections, managed_option_violations, unsafe_entries};
 
 /// A phase enum's stored name (`""` for none).
 pub fn phase_name<P: Serialize>(phase: &P) -> String {
@@ -24,8 +24,13 @@ pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
     serde_json::from_value(serde_json::Value::String(name.to_string())).unwrap_or_default()
 }
 
+/// The field every service's extra configuration is in.
+pub const EXTRA_CONFIG: &str = "spec.extraConfig";
+
 /// The spec as the machine sees it: every service has a release, an image and
-/// extra configuration, which may not name the options Ratchet sets itself.
+/// extra configuration, which may not name the options Ratchet sets itself nor
+/// hold text oslo.config would read otherwise than written
+/// ([`unsafe_entries`]). A service adds what else it writes into its file.
 pub fn spec_view(
     generation: Option<i64>,
     release: &str,
@@ -36,13 +41,35 @@ pub fn spec_view(
 ) -> SpecView {
     SpecView {
         image_layout,
-        invalid_config: managed_option_violations(extra_config, managed),
+        invalid_config: managed_option_violations(extra_config, managed)
+            .into_iter()
+            .chain(unsafe_entries(EXTRA_CONFIG, extra_config))
+            .collect(),
         generation: generation.unwrap_or_default(),
         release: release.to_string(),
         image_repository: image.repository.clone(),
         image_tag: image.tag.clone(),
         image_digest: image.digest.clone(),
     }
+}
+
+/// The spec as the machine decides on it: the resource's view, plus whatever
+/// the renderer refused to write into its configuration file (the same
+/// messages are not repeated), so a refused rendering blocks with
+/// `InvalidConfig` even where the resource's own checks missed it.
+pub fn observed_spec<S: super::OpenStackService>(
+    object: &S,
+    model: &super::ServiceModel,
+) -> SpecView {
+    let mut spec = object.spec_view();
+    if let Err(refused) = &model.config {
+        for message in refused {
+            if !spec.invalid_config.contains(message) {
+                spec.invalid_config.push(message.clone());
+            }
+        }
+    }
+    spec
 }
 
 /// The stored fields every service shares.

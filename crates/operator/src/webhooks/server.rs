@@ -80,12 +80,16 @@ async fn review<S: OpenStackService>(
     Json(review): Json<AdmissionReview<S>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
     let started = std::time::Instant::now();
-    let answer = answer(review);
+    let answer = admission_answer(review);
     metrics.admission(S::SERVICE, started.elapsed());
     answer
 }
 
-fn answer<S: OpenStackService>(review: AdmissionReview<S>) -> Json<AdmissionReview<DynamicObject>> {
+/// The answer to one admission review (pure apart from the log line); public
+/// for the fuzz target that feeds it arbitrary reviews.
+pub fn admission_answer<S: OpenStackService>(
+    review: AdmissionReview<S>,
+) -> Json<AdmissionReview<DynamicObject>> {
     let request: AdmissionRequest<S> = match review.try_into() {
         Ok(request) => request,
         Err(e) => {

@@ -10,7 +10,10 @@ use crate::service::OpenStackService;
 /// - `spec.openStackRelease` must be `YYYY.N` (N 1 or 2): the CRD pattern says
 ///   the same, this catches clusters where the schema was edited.
 /// - `spec.image` must name a repository and exactly one of tag or digest.
-/// - `spec.extraConfig` may not name an option Ratchet sets itself.
+/// - `spec.extraConfig` may not name an option Ratchet sets itself, nor hold
+///   names or values oslo.config would read otherwise than written (a line
+///   break that opens a section, a `[`, `=` or `:` in a name, ...; the rules
+///   are `ratchet_api::oslo`'s); nor may a Cinder back end's `options`.
 /// - A release older than `status.installedRelease` is refused (a downgrade),
 ///   whether or not an upgrade is active. Moving back to the installed release
 ///   itself is the abort and is admitted.
@@ -199,6 +202,37 @@ mod ironic_tests {
             validate(&ironic("2026.1"), Some(&old))
                 .iter()
                 .any(|m| m.contains("older than the installed release 2026.2"))
+        );
+    }
+
+    #[test]
+    fn extra_config_may_not_inject_lines_or_sections() {
+        let mut hostile = ironic("2026.1");
+        hostile.spec.extra_config.insert(
+            "weird]\n[keystone_authtoken".into(),
+            [("auth_type".to_string(), "none".to_string())].into(),
+        );
+        hostile.spec.extra_config.insert(
+            "DEFAULT".into(),
+            [(
+                "debug".to_string(),
+                "true\n[database]\nconnection = x".to_string(),
+            )]
+            .into(),
+        );
+        let refused = validate(&hostile, None);
+        assert_eq!(
+            refused,
+            [
+                format!(
+                    "spec.extraConfig[\"DEFAULT\"][\"debug\"]: values {}",
+                    ratchet_api::oslo::VALUE_RULE
+                ),
+                format!(
+                    "spec.extraConfig[\"weird]\\n[keystone_authtoken\"]: section names {}",
+                    ratchet_api::oslo::NAME_RULE
+                ),
+            ]
         );
     }
 
