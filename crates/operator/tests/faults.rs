@@ -42,7 +42,7 @@ struct Cluster {
     cluster: LocalCluster,
     client: Client,
     _kubelet: SimKubelet,
-    _operator: ratchet_operator::OperatorHandle,
+    operator: Option<ratchet_operator::OperatorHandle>,
 }
 
 /// A private cluster with a simulated kubelet whose phase Jobs run for a few
@@ -94,7 +94,7 @@ async fn cluster(phase_jobs: &[&str], check_message: &str) -> Result<Cluster> {
         cluster,
         client,
         _kubelet: kubelet,
-        _operator: operator,
+        operator: Some(operator),
     })
 }
 
@@ -351,4 +351,71 @@ async fn ironic_upgrade_survives_an_api_server_restart_in_every_phase() -> Resul
         Outage::ApiServer,
     )
     .await
+}
+
+/// The operator serves the Cinder CRD's conversion itself (registered by URL),
+/// and both it and the API server restart. Conversion must be served before
+/// the operator needs its own watch, and the restarted operator must pick up
+/// and finish an upgrade, reading and writing at both API versions.
+#[tokio::test]
+async fn the_operator_that_serves_conversion_recovers_after_both_restart() -> Result<()> {
+    use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
+    let mut c = installed_cinder().await?;
+    let port = ratchet_testenv::cluster::free_port()?;
+    let config = OperatorConfig {
+        namespace: Some(NS.into()),
+        instance: "faults-conversion".into(),
+        webhook: Some(WebhookConfig {
+            bind: format!("127.0.0.1:{port}").parse()?,
+            tls: TlsSource::SelfManaged {
+                dns_names: vec!["localhost".into()],
+                ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+            },
+            registration: Some(Registration {
+                name: "ratchet-faults".into(),
+                endpoint: Endpoint::Url(format!("https://127.0.0.1:{port}")),
+                namespace_selector: None,
+                conversion: true,
+                admission: false,
+            }),
+        }),
+        ..OperatorConfig::default()
+    };
+    // The test's first operator gives way to one that serves conversion.
+    if let Some(first) = c.operator.take() {
+        first.stop().await;
+    }
+    let serving = ratchet_operator::start(c.client.clone(), config.clone()).await?;
+    let v1alpha1: Api<ratchet_api::cinder::v1alpha1::Cinder> =
+        Api::namespaced(c.client.clone(), NS);
+    until(
+        &v1alpha1,
+        "c",
+        START,
+        "read at v1alpha1 through conversion",
+        |_| true,
+    )
+    .await?;
+
+    // Both go away; the API server comes back first, with no conversion
+    // webhook answering, then the operator.
+    serving.stop().await;
+    outage(&mut c.cluster, Outage::ApiServer).await?;
+    c.operator = Some(ratchet_operator::start(c.client.clone(), config).await?);
+
+    until(&v1alpha1, "c", RECOVERY, "v1alpha1 served again", |_| true).await?;
+    let api: Api<Cinder> = Api::namespaced(c.client.clone(), NS);
+    api.patch("c", &PatchParams::default(), &Patch::Merge(&cinder_bump()))
+        .await?;
+    until(
+        &api,
+        "c",
+        Duration::from_secs(120),
+        "upgraded after both restarted",
+        settled::<Cinder>("2026.2"),
+    )
+    .await?;
+    let read = v1alpha1.get("c").await?;
+    ensure!(read.status.is_some_and(|s| s.installed_release == "2026.2"));
+    Ok(())
 }
