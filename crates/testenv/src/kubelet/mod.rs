@@ -215,7 +215,9 @@ async fn finalize(client: Client, pod: Pod) {
         }),
         ..DeleteParams::default()
     };
-    if let Err(e) = api.delete(&name, &params).await
+    // Retried while the API server is away: a terminating pod left behind
+    // would hold its StatefulSet's roll for good.
+    if let Err(e) = retrying(|| api.delete(&name, &params)).await
         && !is_not_found(&e)
     {
         tracing::warn!(pod = %name, namespace = %ns, error = %e, "simulated kubelet: finalising failed");
