@@ -275,46 +275,26 @@ fn cinder_bump() -> serde_json::Value {
     json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } })
 }
 
+/// A Cinder installed at 2026.1, upgraded to 2026.2 through outages of
+/// `what` as each of `phases` begins.
+async fn cinder_through_outages(phases: &[&str], what: Outage) -> Result<()> {
+    let mut c = installed_cinder().await?;
+    upgrade_through_outages::<Cinder>(&mut c, "c", cinder_bump(), "2026.2", phases, what).await
+}
+
 #[tokio::test]
 async fn cinder_upgrade_survives_an_api_server_restart_in_every_phase() -> Result<()> {
-    let mut c = installed_cinder().await?;
-    upgrade_through_outages::<Cinder>(
-        &mut c,
-        "c",
-        cinder_bump(),
-        "2026.2",
-        CINDER_PHASES,
-        Outage::ApiServer,
-    )
-    .await
+    cinder_through_outages(CINDER_PHASES, Outage::ApiServer).await
 }
 
 #[tokio::test]
 async fn cinder_upgrade_survives_an_etcd_restart() -> Result<()> {
-    let mut c = installed_cinder().await?;
-    upgrade_through_outages::<Cinder>(
-        &mut c,
-        "c",
-        cinder_bump(),
-        "2026.2",
-        &["Expanding", "RollingUpdate"],
-        Outage::Etcd,
-    )
-    .await
+    cinder_through_outages(&["Expanding", "RollingUpdate"], Outage::Etcd).await
 }
 
 #[tokio::test]
 async fn cinder_upgrade_survives_the_controller_manager_stopping() -> Result<()> {
-    let mut c = installed_cinder().await?;
-    upgrade_through_outages::<Cinder>(
-        &mut c,
-        "c",
-        cinder_bump(),
-        "2026.2",
-        &["Migrating", "RollingUpdate"],
-        Outage::ControllerManager,
-    )
-    .await
+    cinder_through_outages(&["Migrating", "RollingUpdate"], Outage::ControllerManager).await
 }
 
 #[tokio::test]
