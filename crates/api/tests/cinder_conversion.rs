@@ -14,7 +14,7 @@ use ratchet_api::cinder::conversion::{
     ConversionError, V1ALPHA1, V1ALPHA1_ANNOTATION, V1BETA1, V1BETA1_ANNOTATION, convert,
     to_v1alpha1, to_v1beta1,
 };
-use ratchet_api::cinder::{example_manifest, v1alpha1, v1beta1};
+use ratchet_api::cinder::{BackupSpec, example_manifest, v1alpha1, v1beta1};
 use ratchet_api::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
 use serde_json::{Value, json};
 
@@ -499,6 +499,19 @@ fn workload() -> impl Strategy<Value = WorkloadSpec> {
     })
 }
 
+fn backup() -> impl Strategy<Value = BackupSpec> {
+    (
+        option::of(any::<i32>()),
+        resources(),
+        option::of("[a-z]{1,8}"),
+    )
+        .prop_map(|(replicas, resources, posix_volume_claim)| BackupSpec {
+            replicas,
+            resources,
+            posix_volume_claim,
+        })
+}
+
 fn secret() -> impl Strategy<Value = SecretKeyRef> {
     ("[a-z-]{1,6}", "[a-z_]{1,6}").prop_map(|(secret_name, key)| SecretKeyRef { secret_name, key })
 }
@@ -578,7 +591,7 @@ fn alpha_cinder() -> impl Strategy<Value = v1alpha1::Cinder> {
     );
     let spec = (
         (text(), image_parts(), secret(), secret()),
-        (workload(), workload(), workload()),
+        (workload(), workload(), backup()),
         (
             btree_map(backend_name(), backend, 0..4),
             option::of(any::<i32>()),
@@ -661,7 +674,7 @@ fn beta_backends() -> impl Strategy<Value = Vec<v1beta1::VolumeBackend>> {
 fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
     let spec = (
         (text(), image_parts(), secret(), secret()),
-        (workload(), workload(), workload()),
+        (workload(), workload(), backup()),
         (beta_backends(), option::of(any::<i32>()), extra_config()),
     )
         .prop_map(

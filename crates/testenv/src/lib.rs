@@ -11,12 +11,14 @@
 //! - [`TestEnv`]: one of each per test binary, shared by its tests.
 //! - [`EtcdClient`]: raw reads of what etcd really stores.
 
+pub mod backing;
 pub mod binaries;
 pub mod binding;
 pub mod cluster;
 pub mod error;
 pub mod etcd;
 pub mod kubelet;
+pub mod load;
 mod node;
 pub mod pki;
 mod process;

@@ -227,6 +227,15 @@ impl ClientNetns {
         self.runtime.run(future).await
     }
 
+    /// Starts `future` inside the namespace, in the background (a load client).
+    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime.spawn(future)
+    }
+
     /// Runs a blocking closure (a blocking HTTP client, say) inside the
     /// namespace, on its thread.
     pub async fn run_blocking<F, T>(&self, f: F) -> Result<T>

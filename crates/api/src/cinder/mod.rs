@@ -86,6 +86,8 @@ pub fn example_manifest(
             "image": { "repository": repository, "reference": { "tag": tag } },
             "database": { "secretName": "cinder-db", "key": "connection" },
             "transport": { "secretName": "cinder-mq", "key": "transport_url" },
+            // Backups as files on a claim of that name (cinder's posix driver).
+            "backup": { "posixVolumeClaim": "cinder-backups" },
             "volumeBackends": volume_backends,
         }
     })
@@ -191,4 +193,31 @@ mod tests {
         );
         assert!(spec["properties"].get("volumes").is_none());
     }
+}
+
+/// cinder-backup: its size and where backups go.
+#[derive(
+    Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, kube::KubeSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupSpec {
+    /// Number of pods. Default 1 when a backup driver is configured (below, or
+    /// `extraConfig.DEFAULT.backup_driver`), else 0: a backup service without a
+    /// driver that works cannot take a backup. Set above 0 without one is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub replicas: Option<i32>,
+    /// CPU and memory requests and limits of the service container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Back up to files (cinder's posix driver) on this PersistentVolumeClaim,
+    /// mounted at `/var/lib/cinder/backup` in every backup pod. With more than one
+    /// replica on more than one node it must be ReadWriteMany: any backup pod may
+    /// restore or delete any backup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    )]
+    pub posix_volume_claim: Option<String>,
 }

@@ -48,7 +48,7 @@ pub struct CinderSpec {
     pub scheduler: WorkloadSpec,
     /// cinder-backup (Deployment `<name>-backup`).
     #[serde(default)]
-    pub backup: WorkloadSpec,
+    pub backup: super::BackupSpec,
     /// Volume back ends by name; each runs as Deployment `<name>-volume-<backend>`.
     /// At most 64.
     #[serde(default)]

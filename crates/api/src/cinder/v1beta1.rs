@@ -53,7 +53,7 @@ pub struct CinderSpec {
     pub scheduler: WorkloadSpec,
     /// cinder-backup (Deployment `<name>-backup`).
     #[serde(default)]
-    pub backup: WorkloadSpec,
+    pub backup: super::BackupSpec,
     /// Volume back ends, each with a unique name; each runs as Deployment
     /// `<name>-volume-<backend>`. Server-side apply merges entries by name.
     /// At most 64 (a bound the API server needs to afford the CEL rules on each

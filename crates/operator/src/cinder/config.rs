@@ -6,13 +6,68 @@ use std::collections::BTreeMap;
 
 use ratchet_api::cinder::v1beta1::{Cinder, CinderSpec, VolumeBackend};
 
+use super::profile::CONFIG_DIR;
+use super::{filters, paste};
 use crate::service::OpenStackService;
-use crate::service::ini::{self, Sections};
+use crate::service::ini::{self, ManagedOption, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
 use crate::service::status::EXTRA_CONFIG;
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
+/// `[DEFAULT] host`: the name a scheduler or backup workload registers under in
+/// the `services` table, one per workload, so pods that replace each other
+/// update one row instead of leaving rows behind (stale rows cap the RPC and
+/// object versions Cinder computes from every row of a binary).
+pub const ENV_HOST: &str = "OS_DEFAULT__HOST";
+/// Where the posix backup driver writes, the backup claim's mount.
+pub const BACKUP_POSIX_PATH: &str = "/var/lib/cinder/backup";
+const POSIX_BACKUP_DRIVER: &str = "cinder.backup.drivers.posix.PosixBackupDriver";
+
+/// `[DEFAULT] host`, `backup_driver`: names the refusals use.
+pub const HOST: ManagedOption = ManagedOption {
+    section: "DEFAULT",
+    option: "host",
+    set_from: "Ratchet (one service host per workload)",
+};
+pub const API_PASTE_CONFIG: ManagedOption = ManagedOption {
+    section: "DEFAULT",
+    option: "api_paste_config",
+    set_from: "Ratchet (api-paste.ini in the ConfigMap)",
+};
+
+/// Whether backups have somewhere to go: the posix claim, or a driver of the
+/// user's own in `extraConfig`.
+pub fn has_backup_driver(spec: &CinderSpec) -> bool {
+    let driver = ManagedOption {
+        section: "DEFAULT",
+        option: "backup_driver",
+        set_from: "",
+    };
+    spec.backup.posix_volume_claim.is_some()
+        || spec
+            .extra_config
+            .iter()
+            .any(|(section, options)| options.keys().any(|o| driver.named_by(section, o)))
+}
+
+/// The backup workload's size: 1 by default when it has a driver, else 0.
+pub fn backup_replicas(spec: &CinderSpec) -> i32 {
+    spec.backup
+        .replicas
+        .unwrap_or(if has_backup_driver(spec) { 1 } else { 0 })
+}
+
+/// A backup workload asked for without a driver: cinder's default (swift) is
+/// not installed from 29.0.0 on and needs an object store anyway.
+pub fn backup_violations(spec: &CinderSpec) -> Vec<String> {
+    match spec.backup.replicas {
+        Some(replicas) if replicas > 0 && !has_backup_driver(spec) => vec![format!(
+            "spec.backup.replicas: {replicas} backup pods need a backup driver: set spec.backup.posixVolumeClaim, or extraConfig.DEFAULT.backup_driver with its options, or set replicas to 0"
+        )],
+        _ => Vec::new(),
+    }
+}
 
 /// Entries of the back ends' `options` that oslo.config would not read back as
 /// written, or that name an option Ratchet sets itself (a back end's section is
@@ -45,6 +100,7 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
 pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, Vec<String>> {
     let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
     refused.extend(backend_violations(spec));
+    refused.extend(backup_violations(spec));
     if !refused.is_empty() {
         return Err(refused);
     }
@@ -60,6 +116,18 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, 
         backends.keys().copied().collect::<Vec<_>>().join(","),
     );
     default.insert("use_stderr".into(), "true".into());
+    default.insert(
+        "api_paste_config".into(),
+        format!("{CONFIG_DIR}/{}", paste::FILE),
+    );
+    default.insert(
+        "resource_query_filters_file".into(),
+        format!("{CONFIG_DIR}/{}", filters::FILE),
+    );
+    if spec.backup.posix_volume_claim.is_some() {
+        default.insert("backup_driver".into(), POSIX_BACKUP_DRIVER.into());
+        default.insert("backup_posix_path".into(), BACKUP_POSIX_PATH.into());
+    }
     sections
         .entry("oslo_concurrency".into())
         .or_default()
@@ -118,7 +186,7 @@ mod tests {
         );
         let text = render("ns", "c", &spec).expect("renders");
         assert!(
-            text.contains("[DEFAULT]\ndebug = true\nenabled_backends = ceph,lvm\n"),
+            text.contains("[DEFAULT]\napi_paste_config = /etc/cinder/cinder.conf.d/api-paste.ini\ndebug = true\nenabled_backends = ceph,lvm\nresource_query_filters_file = /etc/cinder/cinder.conf.d/resource_filters.json\n"),
             "{text}"
         );
         assert!(text.contains("[lvm]\nbackend_host = c-volume-lvm\nvolume_backend_name = lvm\nvolume_driver = cinder.volume.drivers.lvm.LVMVolumeDriver\n"), "{text}");
@@ -186,6 +254,39 @@ mod tests {
             ..Default::default()
         });
         assert!(render("ns", "c", &spec).is_err());
+    }
+
+    #[test]
+    fn a_backup_claim_renders_the_posix_driver_and_one_replica() {
+        let mut spec = spec();
+        assert_eq!(backup_replicas(&spec), 0, "no driver: no backup pods");
+        spec.backup.posix_volume_claim = Some("backups".into());
+        let text = render("ns", "c", &spec).expect("renders");
+        assert!(text.contains("backup_driver = cinder.backup.drivers.posix.PosixBackupDriver\nbackup_posix_path = /var/lib/cinder/backup\n"), "{text}");
+        assert_eq!(backup_replicas(&spec), 1);
+    }
+
+    #[test]
+    fn backup_replicas_without_a_driver_are_refused() {
+        let mut spec = spec();
+        spec.backup.replicas = Some(2);
+        let refused = render("ns", "c", &spec).expect_err("refused");
+        assert!(
+            refused[0].starts_with("spec.backup.replicas: 2 backup pods need a backup driver"),
+            "{refused:?}"
+        );
+        spec.extra_config.insert(
+            "DEFAULT".into(),
+            BTreeMap::from([(
+                "backup-driver".into(),
+                "cinder.backup.drivers.nfs.NFSBackupDriver".into(),
+            )]),
+        );
+        assert!(
+            render("ns", "c", &spec).is_ok(),
+            "a driver of the user's own counts"
+        );
+        assert_eq!(backup_replicas(&spec), 2);
     }
 
     #[test]

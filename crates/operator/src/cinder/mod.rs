@@ -3,6 +3,8 @@
 //! → api).
 
 pub mod config;
+pub mod filters;
+pub mod paste;
 pub mod profile;
 
 use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
@@ -20,7 +22,12 @@ impl OpenStackService for Cinder {
     const SERVICE: &'static str = profile::SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "cinder.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "cinder.c5c3.io/last-upgrade-check-job-uid";
-    const MANAGED_OPTIONS: &'static [ManagedOption] = &[DATABASE_CONNECTION, TRANSPORT_URL];
+    const MANAGED_OPTIONS: &'static [ManagedOption] = &[
+        DATABASE_CONNECTION,
+        TRANSPORT_URL,
+        config::HOST,
+        config::API_PASTE_CONFIG,
+    ];
 
     fn profile() -> Profile {
         profile::profile()
@@ -38,6 +45,8 @@ impl OpenStackService for Cinder {
         // The back ends' options are written into cinder.conf too.
         view.invalid_config
             .extend(config::backend_violations(&self.spec));
+        view.invalid_config
+            .extend(config::backup_violations(&self.spec));
         view
     }
 

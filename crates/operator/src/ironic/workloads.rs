@@ -4,7 +4,8 @@
 use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::{CONFIG_DIR, config};
-use crate::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
+use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
+use crate::service::readiness::{self, OWN_HOSTNAME};
 
 pub const CONFIG_FILE: &str = "ironic.conf";
 pub const API_PORT: i32 = 6385;
@@ -20,6 +21,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         config_dir: CONFIG_DIR,
         config_file: CONFIG_FILE,
         config: config::render(namespace, name, spec),
+        support_files: vec![readiness::script()],
         state_dir: "/var/lib/ironic",
         secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport),
         workloads: vec![
@@ -35,6 +37,16 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 env: Vec::new(),
                 api_port: None,
                 carries_installed_release: false,
+                claims: Vec::new(),
+                // A conductor registers under its host name (the pod's) and
+                // heartbeats while its worker lives ([conductor] heartbeat_timeout, 60 s).
+                readiness: readiness::heartbeat(
+                    CONFIG_DIR,
+                    "conductors",
+                    60,
+                    &[("hostname", OWN_HOSTNAME), ("online", "1")],
+                ),
+                pre_stop_sleep_seconds: None,
             },
             WorkloadModel {
                 name: format!("{name}-api"),
@@ -46,6 +58,9 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 env: Vec::new(),
                 api_port: Some(API_PORT),
                 carries_installed_release: false,
+                claims: Vec::new(),
+                readiness: readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
+                pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),

@@ -9,6 +9,7 @@ pub mod ini;
 pub mod model;
 mod observe;
 pub mod plan;
+pub mod readiness;
 mod reconcile;
 pub mod render;
 mod stall;

@@ -3,6 +3,8 @@
 //! builds a [`ServiceModel`] from its resource; rendering and observing are
 //! shared.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use ratchet_api::common::SecretKeyRef;
 use ratchet_phase_machine::WorkloadId;
@@ -31,6 +33,19 @@ pub enum WorkloadKind {
     StatefulSet,
 }
 
+/// Seconds a terminating API pod keeps serving before its process is asked to
+/// stop: endpoint controllers and clients see it leave the Service first, so
+/// no new request reaches a closed socket.
+pub const API_DRAIN_SECONDS: i32 = 5;
+
+/// How the kubelet tells that a pod serves, run inside its container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Readiness {
+    pub command: Vec<String>,
+    /// Seconds between checks; each may take up to this long too.
+    pub period_seconds: i32,
+}
+
 /// One long-running workload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadModel {
@@ -48,6 +63,14 @@ pub struct WorkloadModel {
     pub api_port: Option<i32>,
     /// Whether its pods carry the installed-release annotation (the second roll).
     pub carries_installed_release: bool,
+    /// PersistentVolumeClaims mounted into its pods: (claim, mount path).
+    pub claims: Vec<(String, String)>,
+    /// The readiness check: every long-running workload has one, so a pod that
+    /// is up but not serving holds its roll.
+    pub readiness: Readiness,
+    /// Seconds a terminating pod keeps serving before its process is asked to
+    /// stop, so clients see it leave the Service's endpoints first.
+    pub pre_stop_sleep_seconds: Option<i32>,
 }
 
 /// Everything the shared controller renders for one resource.
@@ -60,6 +83,9 @@ pub struct ServiceModel {
     /// `InvalidConfig` and no ConfigMap is written).
     pub config_file: &'static str,
     pub config: Result<String, Vec<String>>,
+    /// Files beside the configuration, in the same ConfigMap (the API's paste
+    /// pipeline, the readiness check); named by their keys.
+    pub support_files: Vec<(&'static str, String)>,
     /// A writable directory for the service's state (lock files, caches).
     pub state_dir: &'static str,
     pub secrets: Vec<SecretEnv>,
@@ -80,6 +106,15 @@ impl ServiceModel {
                 replicas: w.replicas,
             })
             .collect()
+    }
+
+    /// Every file of the ConfigMap by key, or `None` when the renderer refused
+    /// the configuration (then nothing is written).
+    pub fn files(&self) -> Option<BTreeMap<&str, &str>> {
+        let config = self.config.as_deref().ok()?;
+        let mut files = BTreeMap::from([(self.config_file, config)]);
+        files.extend(self.support_files.iter().map(|(k, v)| (*k, v.as_str())));
+        Some(files)
     }
 
     pub fn workload(&self, name: &str) -> Option<&WorkloadModel> {

@@ -93,10 +93,10 @@ impl<S: OpenStackService> Pass<S> {
         let model = object.model(&owner.name);
         // A configuration the renderer refused is not written: the machine sees
         // the refusal (InvalidConfig) and creates nothing that would mount it.
-        let text = model.config.as_deref().ok();
-        let config_hash = content_hash(text.unwrap_or_default().as_bytes());
-        let config_map = text
-            .map(|text| render::config_map(&owner, &model, text))
+        let files = model.files();
+        let config_hash = content_hash(serde_json::to_string(&files)?.as_bytes());
+        let config_map = files
+            .map(|files| render::config_map(&owner, &files))
             .transpose()?;
         let profile = &self.profile;
         // The ConfigMap is applied (when it changed) while the Secrets are

@@ -74,13 +74,14 @@ impl Owner {
     }
 }
 
-/// The ConfigMap holding `text`, the model's rendered configuration.
-pub fn config_map(owner: &Owner, model: &ServiceModel, text: &str) -> Result<ConfigMap> {
+/// The ConfigMap holding `files`, the model's rendered configuration and the
+/// files beside it.
+pub fn config_map(owner: &Owner, files: &BTreeMap<&str, &str>) -> Result<ConfigMap> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": owner.metadata(&owner.config_map_name(), "config", BTreeMap::new()),
-        "data": { model.config_file: text },
+        "data": files,
     }))?)
 }
 
@@ -223,33 +224,53 @@ pub fn workload(
             params.installed_release.to_string(),
         );
     }
+    let mut volume_mounts = mounts(model);
+    let mut claim_volumes = Vec::new();
+    for (index, (claim, path)) in workload.claims.iter().enumerate() {
+        let volume = format!("claim-{index}");
+        if let Some(list) = volume_mounts.as_array_mut() {
+            list.push(json!({ "name": volume, "mountPath": path }));
+        }
+        claim_volumes
+            .push(json!({ "name": volume, "persistentVolumeClaim": { "claimName": claim } }));
+    }
     let mut container = json!({
         "name": workload.component,
         "image": params.image,
         "command": workload.command,
         "env": env,
-        "volumeMounts": mounts(model),
+        "volumeMounts": volume_mounts,
         "securityContext": restricted_container_security(),
         "terminationMessagePolicy": "FallbackToLogsOnError",
     });
     if let Some(resources) = &workload.resources {
         container["resources"] = serde_json::to_value(resources)?;
     }
+    let readiness = &workload.readiness;
+    container["readinessProbe"] = json!({
+        "exec": { "command": readiness.command },
+        "periodSeconds": readiness.period_seconds,
+        "timeoutSeconds": readiness.period_seconds,
+        "failureThreshold": 3,
+    });
     if workload.api_port.is_some() {
         container["ports"] = json!([{ "name": "api", "containerPort": workload.api_port }]);
-        container["readinessProbe"] = json!({
-            "httpGet": { "path": "/", "port": "api" },
-            "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 3,
-        });
         container["livenessProbe"] = json!({
             "tcpSocket": { "port": "api" },
             "initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 6,
         });
     }
+    if let Some(seconds) = workload.pre_stop_sleep_seconds {
+        container["lifecycle"] = json!({ "preStop": { "sleep": { "seconds": seconds } } });
+    }
     let selector = owner.labels(&workload.component);
+    let mut spec = pod_spec(owner, container, "Always");
+    if let Some(volumes) = spec["volumes"].as_array_mut() {
+        volumes.extend(claim_volumes);
+    }
     let template = json!({
         "metadata": { "labels": selector, "annotations": pod_annotations },
-        "spec": pod_spec(owner, container, "Always"),
+        "spec": spec,
     });
     let template_hash = content_hash(serde_json::to_string(&template)?.as_bytes());
     let annotations = BTreeMap::from([(

@@ -34,6 +34,20 @@ impl Harness {
         ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
         let ns = env.namespace(&client, prefix).await?;
         ratchet_operator::install::ensure_example_secrets(&client, ns.name()).await?;
+        Harness::with(env, client, ns).await
+    }
+
+    /// A namespace whose pods run as real processes (the process kubelet); no
+    /// Secrets are made: the test points them at its own database and bus.
+    pub async fn start_real(prefix: &str) -> Result<Harness> {
+        let env = TestEnv::shared_with_processes()?;
+        let client = env.client()?;
+        ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+        let ns = env.process_namespace(&client, prefix).await?;
+        Harness::with(env, client, ns).await
+    }
+
+    async fn with(env: &'static TestEnv, client: Client, ns: TestNamespace) -> Result<Harness> {
         // Each test's operator serves its own admission webhook on a free port,
         // registered for its namespace only.
         let webhook = WebhookConfig {

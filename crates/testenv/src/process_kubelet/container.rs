@@ -243,7 +243,7 @@ impl ContainerWorker {
     /// Everything to launch one run, or why the container must wait.
     async fn plan(&self, image: &ImageRoot) -> Result<LaunchSpec, Waiting> {
         let namespace = self.pod.namespace().unwrap_or_default();
-        let sources = fetch_sources(&self.ctx.client, &namespace, &self.pod)
+        let sources = fetch_sources(&self.ctx.client, &self.ctx.dir, &namespace, &self.pod)
             .await
             .map_err(|e| {
                 Waiting::new(
@@ -397,7 +397,16 @@ impl ContainerWorker {
                 grace = grace_when_stopped(stop) => {
                     stopping = true;
                     self.event(Kind::Normal, "Killing", format!("Stopping container {name}"));
-                    break terminate(pid, bwrap_pid, &mut wait, Duration::from_secs(grace)).await;
+                    let grace = Duration::from_secs(grace);
+                    // A preStop sleep hook runs first, within the grace period,
+                    // while the process keeps serving.
+                    let hook = pre_stop_sleep(&self.container).min(grace);
+                    if !hook.is_zero()
+                        && let Ok(status) = tokio::time::timeout(hook, &mut wait).await
+                    {
+                        break status.unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+                    }
+                    break terminate(pid, bwrap_pid, &mut wait, grace.saturating_sub(hook)).await;
                 }
                 ok = &mut startup_result, if !startup_done => {
                     startup_done = true;
@@ -528,6 +537,17 @@ impl ContainerWorker {
         }
         tail
     }
+}
+
+/// The container's `lifecycle.preStop.sleep` (the only hook this kubelet runs).
+fn pre_stop_sleep(container: &Container) -> Duration {
+    container
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.pre_stop.as_ref())
+        .and_then(|h| h.sleep.as_ref())
+        .map(|s| Duration::from_secs(s.seconds.max(0) as u64))
+        .unwrap_or_default()
 }
 
 /// The grace period once the pod is being deleted (0 if the kubelet is gone).

@@ -266,6 +266,15 @@ impl NetnsRuntime {
             TestEnvError::Network(format!("a task in namespace {} failed: {e}", self.netns))
         })
     }
+
+    /// Starts `future` inside the namespace, in the background.
+    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
 }
 
 impl Drop for NetnsRuntime {

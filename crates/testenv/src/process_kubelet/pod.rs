@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, PersistentVolumeClaim, Pod, Secret, ServiceAccount,
+};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -44,6 +46,12 @@ pub(super) fn spawn(ctx: Arc<Context>, pod: Pod) -> PodHandle {
     let (stop, stop_rx) = watch::channel(None);
     let task = tokio::spawn(run_pod(ctx, Arc::new(pod), stop_rx));
     PodHandle { stop, task }
+}
+
+/// A PersistentVolumeClaim's storage on this node: a directory per claim (by
+/// UID, so a claim made again starts empty), kept across the pods that mount it.
+pub fn claim_dir(kubelet_dir: &Path, namespace: &str, uid: &str) -> PathBuf {
+    kubelet_dir.join("claims").join(namespace).join(uid)
 }
 
 /// The pod's directory: logs, termination messages, volumes.
@@ -146,6 +154,7 @@ pub(super) fn is_not_found(e: &kube::Error) -> bool {
 
 pub(super) async fn fetch_sources(
     client: &Client,
+    kubelet_dir: &Path,
     namespace: &str,
     pod: &Pod,
 ) -> kube::Result<Sources> {
@@ -162,6 +171,20 @@ pub(super) async fn fetch_sources(
         sources.secrets.insert(name, found);
     }
     sources.tokens = request_tokens(client, namespace, pod).await?;
+    let claim_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    let claims = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.clone());
+    for name in claims {
+        let found = claim_api.get_opt(&name).await?;
+        let dir = found
+            .and_then(|c| c.metadata.uid)
+            .map(|uid| claim_dir(kubelet_dir, namespace, &uid));
+        sources.claims.insert(name, dir);
+    }
     Ok(sources)
 }
 
@@ -291,7 +314,7 @@ async fn prepare_volumes(
 ) -> Option<Arc<BTreeMap<String, VolumeDir>>> {
     let namespace = pod.namespace().unwrap_or_default();
     loop {
-        let prepared = match fetch_sources(&ctx.client, &namespace, pod).await {
+        let prepared = match fetch_sources(&ctx.client, &ctx.dir, &namespace, pod).await {
             Ok(sources) => volumes::prepare(pod, facts, root, &sources),
             Err(e) => Err(Waiting::new(
                 "ContainerCreating",

@@ -209,7 +209,9 @@ pub fn filesystem_args(
     if read_only_root {
         push(&mut args, &["--dir", "/tmp"]);
     } else {
-        push(&mut args, &["--tmpfs", "/tmp"]);
+        // Sticky and world-writable, as images ship /tmp (Python's tempfile
+        // needs it for any non-root user).
+        push(&mut args, &["--perms", "1777", "--tmpfs", "/tmp"]);
     }
     // bubblewrap makes missing parents of a mount point 0700, which a non-root
     // container could not cross: make every one explicitly, 0755, parents first.

@@ -36,6 +36,9 @@ pub struct Sources {
     pub secrets: BTreeMap<String, Option<Secret>>,
     /// Service-account tokens for projected volumes, by `<volume>/<path>`.
     pub tokens: BTreeMap<String, String>,
+    /// PersistentVolumeClaims by name: the node-local directory that is the
+    /// claim's storage, or `None` when the claim does not exist.
+    pub claims: BTreeMap<String, Option<std::path::PathBuf>>,
 }
 
 impl Sources {

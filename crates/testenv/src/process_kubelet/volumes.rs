@@ -294,10 +294,30 @@ pub fn prepare(
                     empty_dir: true,
                 },
             );
+        } else if let Some(claim) = &volume.persistent_volume_claim {
+            let Some(Some(dir)) = sources.claims.get(&claim.claim_name) else {
+                return Err(mount_failed(
+                    &volume.name,
+                    format!("persistentvolumeclaim \"{}\" not found", claim.claim_name),
+                ));
+            };
+            std::fs::create_dir_all(dir).map_err(io)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+            if let Some(gid) = fs_group {
+                std::os::unix::fs::chown(dir, None, Some(gid)).map_err(io)?;
+            }
+            out.insert(
+                volume.name.clone(),
+                VolumeDir {
+                    path: dir.clone(),
+                    always_read_only: claim.read_only == Some(true),
+                    empty_dir: false,
+                },
+            );
         } else {
             return Err(mount_failed(
                 &volume.name,
-                "the process kubelet supports configMap, secret, projected, downwardAPI and emptyDir volumes",
+                "the process kubelet supports configMap, secret, projected, downwardAPI, emptyDir and persistentVolumeClaim volumes",
             ));
         }
     }

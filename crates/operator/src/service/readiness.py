@@ -1,0 +1,101 @@
+"""Ratchet's readiness checks, run by the kubelet inside a service container.
+
+Shipped in the service's ConfigMap (the image is the service's own, so the
+only runtime it is sure to have is the service's Python). Exit 0 means ready;
+anything else, with a one-line reason on stderr, means not ready.
+
+  http <port> <path>
+      The API answers <path> on localhost without a server error. 401/403
+      count as serving: a pipeline that authenticates is up; one that cannot
+      (a broken auth configuration) answers 500.
+  heartbeat <table> <max-age-seconds> <column>=<value>...
+      A row of <table> matching every <column>=<value> was written (its
+      updated_at, else created_at, in UTC) after this container started and
+      within <max-age-seconds>: the service process reported itself alive.
+      The value @hostname stands for this container's host name (the pod's
+      name, which services register by default). The database URL is
+      [database] connection, from OS_DATABASE__CONNECTION.
+"""
+
+import datetime
+import http.client
+import os
+import re
+import socket
+import sys
+
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def fail(reason):
+    print("not ready: " + reason, file=sys.stderr)
+    sys.exit(1)
+
+
+def check_http(port, path):
+    connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=5)
+    try:
+        connection.request("GET", path)
+        status = connection.getresponse().status
+    except OSError as error:
+        fail("GET %s: %s" % (path, error))
+    if status >= 500:
+        fail("GET %s answered %d" % (path, status))
+
+
+def container_started_at():
+    """When this container's first process started, as naive UTC."""
+    with open("/proc/stat") as stat:
+        boot = next(int(l.split()[1]) for l in stat if l.startswith("btime "))
+    with open("/proc/1/stat") as stat:
+        # Field 22 (starttime), counted after the parenthesised command name.
+        ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+    seconds = boot + ticks / os.sysconf("SC_CLK_TCK")
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).replace(tzinfo=None)
+
+
+def check_heartbeat(table, max_age, filters):
+    import sqlalchemy
+
+    url = os.environ.get("OS_DATABASE__CONNECTION")
+    if not url:
+        fail("OS_DATABASE__CONNECTION is not set")
+    columns = dict(f.split("=", 1) for f in filters)
+    columns = {c: socket.gethostname() if v == "@hostname" else v for c, v in columns.items()}
+    for name in [table, *columns]:
+        if not IDENTIFIER.match(name):
+            fail("not an identifier: %r" % name)
+    # Built with SQLAlchemy's constructs so each dialect quotes the names
+    # (`binary` is a reserved word in MySQL).
+    rows = sqlalchemy.table(
+        table, *(sqlalchemy.column(c) for c in ["updated_at", "created_at", *columns])
+    )
+    query = sqlalchemy.select(
+        sqlalchemy.func.max(sqlalchemy.func.coalesce(rows.c.updated_at, rows.c.created_at))
+    ).where(*(rows.c[c] == v for c, v in columns.items()))
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            seen = connection.execute(query).scalar()
+    except Exception as error:  # any driver's error: not ready, say which
+        fail("reading %s: %s: %s" % (table, error.__class__.__name__, str(error).splitlines()[0][:200]))
+    if seen is None:
+        fail("no %s row for %s" % (table, filters))
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    if seen < container_started_at():
+        fail("last heartbeat %s is older than this container" % seen)
+    if (now - seen).total_seconds() > float(max_age):
+        fail("last heartbeat %s is older than %ss" % (seen, max_age))
+
+
+def main(argv):
+    if len(argv) == 3 and argv[0] == "http":
+        check_http(argv[1], argv[2])
+    elif len(argv) >= 4 and argv[0] == "heartbeat":
+        check_heartbeat(argv[1], argv[2], argv[3:])
+    else:
+        fail("usage: http <port> <path> | heartbeat <table> <max-age> <column>=<value>...")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

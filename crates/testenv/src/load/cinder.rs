@@ -1,0 +1,347 @@
+//! A client that keeps using a Cinder API while it upgrades: creates volumes,
+//! lists them, deletes some and asks for backups of others, through the API
+//! Service's ready endpoints, from a client network namespace. Any transport
+//! error or unexpected status is a failure; nothing is retried to hide one.
+//! Needs `auth_strategy = noauth` (the token names the user and project).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{Endpoints, RequestRecord, SharedTally, record};
+use crate::error::{Result, TestEnvError};
+use crate::shared::ClientNetns;
+
+/// `<user>:<project>`; the project is taken from the token, so paths carry
+/// none (`/v3/volumes`, which cinder accepts since microversion 3.67).
+const TOKEN: &str = "admin:admin";
+const PROJECT: &str = "admin";
+/// Statuses a volume or backup passes through on its way to a final one.
+const TRANSITIONAL: &[&str] = &[
+    "creating",
+    "deleting",
+    "backing-up",
+    "restoring-backup",
+    "downloading",
+    "attaching",
+    "detaching",
+];
+
+/// What the client does with a volume once it is available, in turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Keep,
+    Delete,
+    Backup,
+}
+
+#[derive(Clone, Debug)]
+struct Tracked {
+    id: String,
+    status: String,
+    fate: Fate,
+    acted: bool,
+}
+
+/// What became of everything the client made.
+#[derive(Clone, Debug, Default)]
+pub struct CinderLoadOutcome {
+    /// Volumes the client kept (or backed up): id → final status.
+    pub kept: BTreeMap<String, String>,
+    /// Volumes the client deleted: id → final status, `gone` once listed no more.
+    pub deleted: BTreeMap<String, String>,
+    /// Backups the client asked for: id → final status (and fail reason).
+    pub backups: BTreeMap<String, String>,
+}
+
+/// Options of the load.
+#[derive(Clone, Debug)]
+pub struct CinderLoadOptions {
+    /// Pause between rounds (a round: create, list, act on available volumes).
+    pub pause: Duration,
+    /// Whether every third available volume gets a backup.
+    pub backups: bool,
+}
+
+impl Default for CinderLoadOptions {
+    fn default() -> Self {
+        CinderLoadOptions {
+            pause: Duration::from_millis(200),
+            backups: true,
+        }
+    }
+}
+
+/// The running client.
+pub struct CinderLoad {
+    stop: watch::Sender<Option<Duration>>,
+    task: JoinHandle<CinderLoadOutcome>,
+    endpoints: Endpoints,
+    tally: SharedTally,
+}
+
+impl CinderLoad {
+    /// Starts the client in `netns` against the Service `service` (port `api`).
+    pub async fn start(
+        client: &kube::Client,
+        netns: &ClientNetns,
+        namespace: &str,
+        service: &str,
+        options: CinderLoadOptions,
+    ) -> Result<CinderLoad> {
+        let endpoints = Endpoints::follow(client, namespace, service, Some("api")).await?;
+        let tally = SharedTally::default();
+        let (stop, stopped) = watch::channel(None);
+        let worker = Worker {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|e| load_error(format!("HTTP client: {e}")))?,
+            endpoints: endpoints.clone(),
+            tally: tally.clone(),
+            volumes: Vec::new(),
+            backups: BTreeMap::new(),
+        };
+        let task = netns.spawn(worker.run(options, stopped));
+        Ok(CinderLoad {
+            stop,
+            task,
+            endpoints,
+            tally,
+        })
+    }
+
+    /// Every request so far (live).
+    pub fn tally(&self) -> SharedTally {
+        self.tally.clone()
+    }
+
+    /// Ends the rounds, then reads volumes and backups (up to `settle`) until
+    /// nothing the client made is transitional any more, and says what became
+    /// of each.
+    pub async fn stop(self, settle: Duration) -> Result<CinderLoadOutcome> {
+        let _ = self.stop.send(Some(settle));
+        let outcome = self
+            .task
+            .await
+            .map_err(|e| load_error(format!("load task: {e}")));
+        self.endpoints.stop();
+        outcome
+    }
+}
+
+fn load_error(detail: String) -> TestEnvError {
+    TestEnvError::Service {
+        service: "cinder load client".into(),
+        detail,
+    }
+}
+
+struct Worker {
+    http: reqwest::Client,
+    endpoints: Endpoints,
+    tally: SharedTally,
+    volumes: Vec<Tracked>,
+    backups: BTreeMap<String, String>,
+}
+
+impl Worker {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        expect: u16,
+    ) -> Option<Value> {
+        let at = SystemTime::now();
+        let started = Instant::now();
+        let result = match self.endpoints.pick() {
+            None => Err(format!("{method} {path}: no ready endpoint")),
+            Some(endpoint) => {
+                let mut request = self
+                    .http
+                    .request(method.clone(), format!("http://{endpoint}/v3{path}"))
+                    .header("X-Auth-Token", TOKEN)
+                    .header("Accept", "application/json");
+                if let Some(body) = &body {
+                    request = request.json(body);
+                }
+                match request.send().await {
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        let text = response.text().await.unwrap_or_default();
+                        if status == expect {
+                            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+                        } else {
+                            let text: String = text.chars().take(300).collect();
+                            Err(format!("{method} {path} via {endpoint}: {status} {text}"))
+                        }
+                    }
+                    Err(e) => Err(format!("{method} {path} via {endpoint}: {e}")),
+                }
+            }
+        };
+        let failure = result.as_ref().err().cloned();
+        record(
+            &self.tally,
+            RequestRecord {
+                at,
+                took: started.elapsed(),
+                failure,
+            },
+        );
+        result.ok()
+    }
+
+    async fn create_volume(&mut self, backups: bool) {
+        let n = self.volumes.len();
+        let body = json!({ "volume": { "size": 1, "name": format!("load-{n}") } });
+        let created = self.call(Method::POST, "/volumes", Some(body), 202).await;
+        if let Some(id) = created.as_ref().and_then(|c| c["volume"]["id"].as_str()) {
+            let fate = match n % 3 {
+                0 => Fate::Keep,
+                1 => Fate::Delete,
+                _ if backups => Fate::Backup,
+                _ => Fate::Keep,
+            };
+            self.volumes.push(Tracked {
+                id: id.to_string(),
+                status: "creating".into(),
+                fate,
+                acted: false,
+            });
+        }
+    }
+
+    /// Lists volumes; those not listed any more count as `gone`.
+    async fn read_volumes(&mut self) -> bool {
+        let Some(listed) = self.call(Method::GET, "/volumes/detail", None, 200).await else {
+            return false;
+        };
+        let statuses: BTreeMap<&str, &str> = listed["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| Some((v["id"].as_str()?, v["status"].as_str()?)))
+            .collect();
+        for volume in &mut self.volumes {
+            volume.status = statuses
+                .get(volume.id.as_str())
+                .map_or("gone", |s| s)
+                .to_string();
+        }
+        true
+    }
+
+    async fn read_backups(&mut self) -> bool {
+        let Some(listed) = self.call(Method::GET, "/backups/detail", None, 200).await else {
+            return false;
+        };
+        for backup in listed["backups"].as_array().into_iter().flatten() {
+            let (Some(id), Some(status)) = (backup["id"].as_str(), backup["status"].as_str())
+            else {
+                continue;
+            };
+            if let Some(seen) = self.backups.get_mut(id) {
+                *seen = match backup["fail_reason"].as_str() {
+                    Some(reason) if !reason.is_empty() => format!("{status}: {reason}"),
+                    _ => status.to_string(),
+                };
+            }
+        }
+        true
+    }
+
+    async fn act(&mut self) {
+        for i in 0..self.volumes.len() {
+            let volume = self.volumes[i].clone();
+            if volume.acted || volume.status != "available" {
+                continue;
+            }
+            let acted = match volume.fate {
+                Fate::Keep => true,
+                Fate::Delete => {
+                    let path = format!("/volumes/{}", volume.id);
+                    self.call(Method::DELETE, &path, None, 202).await.is_some()
+                }
+                Fate::Backup => {
+                    let body = json!({ "backup": { "volume_id": volume.id, "name": format!("of-{}", volume.id) } });
+                    let made = self.call(Method::POST, "/backups", Some(body), 202).await;
+                    match made.as_ref().and_then(|b| b["backup"]["id"].as_str()) {
+                        Some(id) => {
+                            self.backups.insert(id.to_string(), "creating".into());
+                            true
+                        }
+                        None => false,
+                    }
+                }
+            };
+            self.volumes[i].acted = acted;
+        }
+    }
+
+    fn settled(&self) -> bool {
+        let transitional = |s: &str| TRANSITIONAL.iter().any(|t| s.starts_with(t));
+        self.volumes.iter().all(|v| {
+            !transitional(&v.status) && (v.fate != Fate::Delete || !v.acted || v.status == "gone")
+        }) && self.backups.values().all(|s| !transitional(s))
+    }
+
+    /// Lifts the project's quotas (10 volumes by default), as an operator of a
+    /// busy cloud would, so the load measures the upgrade, not the quota.
+    async fn lift_quotas(&self) {
+        let body = json!({ "quota_set": {
+            "volumes": -1, "gigabytes": -1, "backups": -1, "backup_gigabytes": -1, "snapshots": -1,
+        } });
+        let path = format!("/os-quota-sets/{PROJECT}");
+        self.call(Method::PUT, &path, Some(body), 200).await;
+    }
+
+    async fn run(
+        mut self,
+        options: CinderLoadOptions,
+        mut stop: watch::Receiver<Option<Duration>>,
+    ) -> CinderLoadOutcome {
+        self.lift_quotas().await;
+        let settle = loop {
+            if let Some(settle) = *stop.borrow() {
+                break settle;
+            }
+            self.create_volume(options.backups).await;
+            if self.read_volumes().await {
+                self.act().await;
+            }
+            if options.backups {
+                self.read_backups().await;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(options.pause) => {}
+                _ = stop.changed() => {}
+            }
+        };
+        let deadline = Instant::now() + settle;
+        loop {
+            let read = self.read_volumes().await && self.read_backups().await;
+            if read && self.settled() || Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let mut outcome = CinderLoadOutcome {
+            backups: self.backups.clone(),
+            ..Default::default()
+        };
+        for volume in &self.volumes {
+            let into = match (volume.fate, volume.acted) {
+                (Fate::Delete, true) => &mut outcome.deleted,
+                _ => &mut outcome.kept,
+            };
+            into.insert(volume.id.clone(), volume.status.clone());
+        }
+        outcome
+    }
+}

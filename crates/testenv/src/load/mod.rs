@@ -1,0 +1,128 @@
+//! Load clients for real services: they keep using a service's API while it
+//! upgrades and count every request, so "zero downtime" is a measured number.
+//! Shared here: the Service's endpoints as a client would follow them, and the
+//! tally of requests.
+
+pub mod cinder;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use tokio::task::JoinHandle;
+
+use crate::error::Result;
+use crate::services::ready_endpoints;
+
+/// How often the endpoints are re-read: kube-proxy follows EndpointSlices
+/// within about this long too.
+const REFRESH: Duration = Duration::from_millis(200);
+
+/// A Service's ready endpoints, re-read in the background from its
+/// EndpointSlices (on the caller's runtime: the API server is not reachable
+/// from a client network namespace), picked round-robin.
+#[derive(Clone)]
+pub struct Endpoints {
+    current: Arc<Mutex<Vec<SocketAddr>>>,
+    next: Arc<AtomicUsize>,
+    refresher: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl Endpoints {
+    /// Reads the endpoints once, then keeps them current until [`Endpoints::stop`].
+    pub async fn follow(
+        client: &kube::Client,
+        namespace: &str,
+        service: &str,
+        port_name: Option<&str>,
+    ) -> Result<Endpoints> {
+        let first = ready_endpoints(client, namespace, service, port_name).await?;
+        let current = Arc::new(Mutex::new(first));
+        let (client, namespace, service, port) = (
+            client.clone(),
+            namespace.to_string(),
+            service.to_string(),
+            port_name.map(str::to_string),
+        );
+        let shared = current.clone();
+        let refresher = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(REFRESH).await;
+                // A failed read keeps the last list, as kube-proxy keeps its rules.
+                if let Ok(ready) =
+                    ready_endpoints(&client, &namespace, &service, port.as_deref()).await
+                    && let Ok(mut current) = shared.lock()
+                {
+                    *current = ready;
+                }
+            }
+        });
+        Ok(Endpoints {
+            current,
+            next: Arc::new(AtomicUsize::new(0)),
+            refresher: Arc::new(Mutex::new(Some(refresher))),
+        })
+    }
+
+    /// The next ready endpoint, or `None` when none is ready.
+    pub fn pick(&self) -> Option<SocketAddr> {
+        let current = self.current.lock().ok()?;
+        if current.is_empty() {
+            return None;
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        current.get(n % current.len()).copied()
+    }
+
+    pub fn stop(&self) {
+        if let Some(task) = self.refresher.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
+    }
+}
+
+/// One request: when it started, how long it took, why it failed.
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    pub at: SystemTime,
+    pub took: Duration,
+    pub failure: Option<String>,
+}
+
+/// Every request a load client made, in order.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub records: Vec<RequestRecord>,
+}
+
+impl Tally {
+    pub fn requests(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn failures(&self) -> Vec<&str> {
+        self.records
+            .iter()
+            .filter_map(|r| r.failure.as_deref())
+            .collect()
+    }
+
+    /// Latencies (ms) of the successful requests started within `[from, to)`.
+    pub fn latencies_ms(&self, from: SystemTime, to: SystemTime) -> Vec<f64> {
+        self.records
+            .iter()
+            .filter(|r| r.failure.is_none() && r.at >= from && r.at < to)
+            .map(|r| r.took.as_secs_f64() * 1000.0)
+            .collect()
+    }
+}
+
+/// A tally a load client writes while others read it (live counters).
+pub type SharedTally = Arc<Mutex<Tally>>;
+
+fn record(tally: &SharedTally, record: RequestRecord) {
+    if let Ok(mut tally) = tally.lock() {
+        tally.records.push(record);
+    }
+}
