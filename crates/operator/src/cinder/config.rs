@@ -9,6 +9,7 @@ use ratchet_api::cinder::v1beta1::{Cinder, CinderSpec, VolumeBackend};
 use crate::service::OpenStackService;
 use crate::service::ini::{self, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
+use crate::service::secret_options;
 use crate::service::status::EXTRA_CONFIG;
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
@@ -34,6 +35,11 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
                     managed.set_from
                 ));
             }
+            if let Some(by) = secret_options::set_by(&spec.secret_options, &backend.name, option) {
+                violations.push(format!(
+                    "{field}[{option:?}]: set by {by}; remove it from the back end's options"
+                ));
+            }
         }
     }
     violations
@@ -45,6 +51,10 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
 pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, Vec<String>> {
     let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
     refused.extend(backend_violations(spec));
+    refused.extend(secret_options::violations::<Cinder>(
+        &spec.secret_options,
+        &spec.extra_config,
+    ));
     if !refused.is_empty() {
         return Err(refused);
     }

@@ -2,11 +2,14 @@
 //! roll order (scheduler → every volume back end → backup → api).
 
 use ratchet_api::cinder::v1beta1::Cinder;
+use ratchet_api::common::PodSecurity;
 
 pub use ratchet_phase_machine::profiles::cinder::{CONFIG_DIR, SERVICE, profile};
 
 use super::config;
+use crate::service::OpenStackService;
 use crate::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
+use crate::service::secret_options;
 
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
 pub const CONFIG_FILE: &str = "cinder.conf";
@@ -68,6 +71,17 @@ pub fn volume_names(cinder: &Cinder) -> Vec<String> {
     names.into_iter().map(str::to_owned).collect()
 }
 
+/// Whether the back end `name` opted in to privilege (the first back end of a
+/// repeated name wins, as in `cinder.conf`).
+pub fn privileged(cinder: &Cinder, name: &str) -> bool {
+    cinder
+        .spec
+        .volume_backends
+        .iter()
+        .find(|v| v.name == name)
+        .is_some_and(|v| v.privileged)
+}
+
 /// The workloads a Cinder asks for, in roll order.
 pub fn roles(cinder: &Cinder) -> Vec<Role> {
     let mut roles = vec![Role::Scheduler];
@@ -111,6 +125,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         env,
         api_port: (*role == Role::Api).then_some(API_PORT),
         carries_installed_release: role.carries_installed_release(),
+        privileged: matches!(role, Role::Volume(backend) if privileged(cinder, backend)),
     }
 }
 
@@ -122,10 +137,235 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         config: config::render(namespace, name, &cinder.spec),
         state_dir: "/var/lib/cinder",
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
+        secret_options: secret_options::environment(&cinder.spec.secret_options),
+        identity: PodSecurity::identity(cinder.spec.security_context.as_ref(), Cinder::DEFAULT_UID),
         workloads: roles(cinder)
             .iter()
             .map(|role| workload(cinder, name, role))
             .collect(),
         rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::service::render::{self, JobSpec, Owner, PodParams};
+
+    fn cinder(spec: Value) -> Cinder {
+        let mut manifest = json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+            "kind": "Cinder",
+            "metadata": { "name": "c", "namespace": "ns", "uid": "u-1" },
+            "spec": {
+                "openStackRelease": "2026.1",
+                "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+                "volumeBackends": [
+                    { "name": "lvm", "privileged": true,
+                      "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } },
+                    { "name": "nfs" },
+                ],
+            }
+        });
+        if let (Some(target), Value::Object(extra)) = (manifest["spec"].as_object_mut(), spec) {
+            target.extend(extra);
+        }
+        serde_json::from_value(manifest).expect("cinder")
+    }
+
+    /// Every workload's rendered object, by name, and the db-sync Job's.
+    fn rendered(cinder: &Cinder) -> (Vec<(String, Value)>, Value) {
+        let owner = Owner::of(SERVICE, cinder).expect("owner");
+        let model = model(cinder, "c");
+        let params = PodParams {
+            image: "cinder:2026.1",
+            installed_release: "2026.1",
+            pin: None,
+            config_hash: "h",
+            installed_release_annotation: Cinder::INSTALLED_RELEASE_ANNOTATION,
+        };
+        let workloads = model
+            .workloads
+            .iter()
+            .map(|w| {
+                let object = render::workload(&owner, &model, w, &params).expect("renders");
+                (w.name.clone(), object)
+            })
+            .collect();
+        let command = vec!["cinder-manage".to_string()];
+        let job = render::job(
+            &owner,
+            &model,
+            &JobSpec {
+                suffix: "db-sync",
+                image: "cinder:2026.1",
+                command: &command,
+                spec_hash: "h",
+                backoff_limit: 4,
+                fail_fast_exit_codes: &[],
+            },
+        )
+        .expect("renders");
+        (workloads, serde_json::to_value(job).expect("job"))
+    }
+
+    fn pod(object: &Value) -> &Value {
+        &object["spec"]["template"]["spec"]
+    }
+
+    #[test]
+    fn only_the_privileged_back_end_runs_as_root_with_privilege() {
+        let (workloads, job) = rendered(&cinder(json!({})));
+        let names: Vec<&str> = workloads.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "c-scheduler",
+                "c-volume-lvm",
+                "c-volume-nfs",
+                "c-backup",
+                "c"
+            ]
+        );
+        for (name, object) in &workloads {
+            let pod = pod(object);
+            let container = &pod["containers"][0]["securityContext"];
+            if name == "c-volume-lvm" {
+                assert_eq!(
+                    pod["securityContext"],
+                    json!({ "runAsNonRoot": false, "runAsUser": 0, "runAsGroup": 0 })
+                );
+                assert_eq!(
+                    *container,
+                    json!({
+                        "privileged": true, "allowPrivilegeEscalation": true,
+                        "runAsNonRoot": false, "runAsUser": 0,
+                    })
+                );
+            } else {
+                assert_eq!(
+                    pod["securityContext"],
+                    json!({
+                        "runAsNonRoot": true, "runAsUser": 42407, "runAsGroup": 42407,
+                        "fsGroup": 42407, "seccompProfile": { "type": "RuntimeDefault" },
+                    }),
+                    "{name}"
+                );
+                assert_eq!(container["allowPrivilegeEscalation"], false, "{name}");
+                assert_eq!(container["capabilities"], json!({ "drop": ["ALL"] }));
+                assert!(container.get("privileged").is_none(), "{name}");
+            }
+        }
+        assert_eq!(pod(&job)["securityContext"]["runAsUser"], 42407);
+        assert_eq!(
+            pod(&job)["containers"][0]["securityContext"]["allowPrivilegeEscalation"],
+            false
+        );
+        let warnings = cinder(json!({})).warnings();
+        assert_eq!(
+            warnings,
+            [
+                "spec.volumeBackends[\"lvm\"].privileged: its cinder-volume pods run as root, privileged, with privilege escalation allowed"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_security_context_sets_the_user_and_groups_of_every_pod_and_job() {
+        let (workloads, job) = rendered(&cinder(json!({
+            "securityContext": { "runAsUser": 1000, "fsGroup": 3000 },
+        })));
+        for object in workloads
+            .iter()
+            .filter(|(n, _)| n != "c-volume-lvm")
+            .map(|(_, o)| o)
+            .chain([&job])
+        {
+            let security = &pod(object)["securityContext"];
+            assert_eq!(
+                (
+                    &security["runAsUser"],
+                    &security["runAsGroup"],
+                    &security["fsGroup"]
+                ),
+                (&json!(1000), &json!(1000), &json!(3000)),
+                "{object}"
+            );
+        }
+    }
+
+    #[test]
+    fn secret_options_reach_every_pod_and_job_from_their_secret_and_never_the_file() {
+        let spec = json!({
+            "secretOptions": [
+                { "section": "lvm", "option": "chap-password", "secretName": "lvm-chap", "key": "password" },
+                { "section": "keystone_authtoken", "option": "password", "secretName": "ks", "key": "password" },
+            ],
+        });
+        let cinder = cinder(spec);
+        let (workloads, job) = rendered(&cinder);
+        let expected = [
+            json!({ "name": "OS_KEYSTONE_AUTHTOKEN__PASSWORD",
+                    "valueFrom": { "secretKeyRef": { "name": "ks", "key": "password" } } }),
+            json!({ "name": "OS_LVM__CHAP_PASSWORD",
+                    "valueFrom": { "secretKeyRef": { "name": "lvm-chap", "key": "password" } } }),
+        ];
+        for object in workloads.iter().map(|(_, o)| o).chain([&job]) {
+            let env = pod(object)["containers"][0]["env"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for e in &expected {
+                assert!(env.contains(e), "{e} missing in {env:?}");
+            }
+        }
+        let text = model(&cinder, "c").config.expect("renders");
+        assert!(!text.contains("password"), "{text}");
+
+        // Which options come from which Secret keys is part of the configuration.
+        let plain = model(&self::cinder(json!({})), "c");
+        let with = model(&cinder, "c");
+        let same = plain.config.clone().expect("renders");
+        assert_ne!(plain.config_hash(&same), with.config_hash(&same));
+        assert_eq!(
+            plain.config_hash(&same),
+            ratchet_phase_machine::hash::content_hash(same.as_bytes())
+        );
+    }
+
+    #[test]
+    fn an_option_both_in_extra_config_or_a_back_end_and_from_a_secret_is_not_rendered() {
+        let conflicting = cinder(json!({
+            "secretOptions": [
+                { "section": "keystone_authtoken", "option": "password", "secretName": "ks", "key": "password" },
+                { "section": "lvm", "option": "volume_driver", "secretName": "lvm", "key": "driver" },
+            ],
+            "extraConfig": { "keystone_authtoken": { "password": "plain" } },
+        }));
+        let refused = model(&conflicting, "c").config.expect_err("refused");
+        assert_eq!(
+            refused,
+            [
+                "spec.volumeBackends[\"lvm\"].options[\"volume_driver\"]: set by spec.secretOptions[\"lvm\"][\"volume_driver\"] (Secret \"lvm\", key \"driver\"); remove it from the back end's options",
+                "spec.extraConfig.keystone_authtoken.password: set by spec.secretOptions[\"keystone_authtoken\"][\"password\"] (Secret \"ks\", key \"password\"); remove it from extraConfig",
+            ]
+        );
+        // Admission refuses with the same messages.
+        let mut admitted = crate::webhooks::validation::validate(&conflicting, None);
+        admitted.sort();
+        let mut expected = refused.clone();
+        expected.sort();
+        assert_eq!(admitted, expected);
+
+        let enabled = cinder(json!({
+            "secretOptions": [
+                { "section": "DEFAULT", "option": "enabled-backends", "secretName": "x", "key": "y" },
+            ],
+        }));
+        assert!(model(&enabled, "c").config.is_err());
     }
 }

@@ -94,7 +94,7 @@ impl<S: OpenStackService> Pass<S> {
         // A configuration the renderer refused is not written: the machine sees
         // the refusal (InvalidConfig) and creates nothing that would mount it.
         let text = model.config.as_deref().ok();
-        let config_hash = content_hash(text.unwrap_or_default().as_bytes());
+        let config_hash = model.config_hash(text.unwrap_or_default());
         let config_map = text
             .map(|text| render::config_map(&owner, &model, text))
             .transpose()?;

@@ -95,10 +95,37 @@ fn restricted_container_security() -> Value {
     })
 }
 
+/// A workload that opted in to privilege (a Cinder LVM back end): rootwrap runs
+/// `sudo`, which needs privilege escalation, and LVM needs the host's devices.
+/// A privileged container runs unconfined by seccomp whatever it asks for.
+fn privileged_container_security() -> Value {
+    json!({
+        "privileged": true,
+        "allowPrivilegeEscalation": true,
+        "runAsNonRoot": false,
+        "runAsUser": 0,
+    })
+}
+
+/// The pod's security context: the model's user and groups, or root for a
+/// privileged workload.
+fn pod_security(model: &ServiceModel, privileged: bool) -> Value {
+    if privileged {
+        return json!({ "runAsNonRoot": false, "runAsUser": 0, "runAsGroup": 0 });
+    }
+    let identity = &model.identity;
+    json!({
+        "runAsNonRoot": true,
+        "runAsUser": identity.run_as_user,
+        "runAsGroup": identity.run_as_group,
+        "fsGroup": identity.fs_group,
+        "seccompProfile": { "type": "RuntimeDefault" },
+    })
+}
+
 fn secret_env(model: &ServiceModel) -> Vec<Value> {
     model
-        .secrets
-        .iter()
+        .all_secrets()
         .map(|s| {
             json!({
                 "name": s.env,
@@ -108,11 +135,11 @@ fn secret_env(model: &ServiceModel) -> Vec<Value> {
         .collect()
 }
 
-fn pod_spec(owner: &Owner, container: Value, restart_policy: &str) -> Value {
+fn pod_spec(owner: &Owner, security: Value, container: Value, restart_policy: &str) -> Value {
     json!({
         "restartPolicy": restart_policy,
         "enableServiceLinks": false,
-        "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+        "securityContext": security,
         "containers": [container],
         "volumes": [
             { "name": "config", "configMap": { "name": owner.config_map_name() } },
@@ -166,7 +193,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
             "backoffLimit": spec.backoff_limit,
             "template": {
                 "metadata": { "labels": owner.labels(suffix) },
-                "spec": pod_spec(owner, container, "Never"),
+                "spec": pod_spec(owner, pod_security(model, false), container, "Never"),
             }
         }
     });
@@ -229,7 +256,11 @@ pub fn workload(
         "command": workload.command,
         "env": env,
         "volumeMounts": mounts(model),
-        "securityContext": restricted_container_security(),
+        "securityContext": if workload.privileged {
+            privileged_container_security()
+        } else {
+            restricted_container_security()
+        },
         "terminationMessagePolicy": "FallbackToLogsOnError",
     });
     if let Some(resources) = &workload.resources {
@@ -249,7 +280,7 @@ pub fn workload(
     let selector = owner.labels(&workload.component);
     let template = json!({
         "metadata": { "labels": selector, "annotations": pod_annotations },
-        "spec": pod_spec(owner, container, "Always"),
+        "spec": pod_spec(owner, pod_security(model, workload.privileged), container, "Always"),
     });
     let template_hash = content_hash(serde_json::to_string(&template)?.as_bytes());
     let annotations = BTreeMap::from([(
