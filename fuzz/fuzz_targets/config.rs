@@ -1,8 +1,10 @@
-//! Configuration rendering with arbitrary `extraConfig` and back ends: the
-//! renderer either refuses (exactly when an entry breaks the rules of
-//! `ratchet_api::oslo`) or writes a file that, read as oslo.config reads it,
-//! holds exactly the given sections and options: no injected section, no option
-//! moved into another section, no option Ratchet sets itself.
+//! Configuration rendering with arbitrary `extraConfig`, back ends and secret
+//! options: the renderer either refuses (exactly when an entry breaks the rules
+//! of `ratchet_api::oslo`, or a secret option has no variable of its own, shares
+//! one, names an option Ratchet sets itself, or is set in the file too) or
+//! writes a file that, read as oslo.config reads it, holds exactly the given
+//! sections and options: no injected section, no option moved into another
+//! section, no option Ratchet sets itself, none set from a Secret.
 #![no_main]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use ratchet_api::cinder::v1beta1::{CinderSpec, VolumeBackend};
+use ratchet_api::common::SecretOption;
 use ratchet_api::ironic::v1alpha1::IronicSpec;
 use ratchet_api::oslo::{is_name, is_value};
 use ratchet_fuzz::{name, oslo_value, read_oslo, text};
@@ -58,6 +61,85 @@ fn managed(service: Service, section: &str, option: &str) -> bool {
         || (section.eq_ignore_ascii_case("DEFAULT")
             && (option == "transport_url"
                 || (service == Service::Ironic && option == "pin_release_version")))
+}
+
+/// Whether two section/option pairs are one option to oslo.config (written out
+/// here, not taken from the code under test).
+fn same(a: (&str, &str), b: (&str, &str)) -> bool {
+    let normal = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    a.0.eq_ignore_ascii_case(b.0) && normal(a.1) == normal(b.1)
+}
+
+/// The variable oslo.config reads `[section] option` from, if it is one
+/// variable for one option: words joined by single separators ('_' in a
+/// section; '_' or '-' in an option), DEFAULT in capitals.
+fn variable(section: &str, option: &str) -> Option<String> {
+    let words = |s: &str, extra: &[u8], separators: &[u8]| {
+        let b = s.as_bytes();
+        let word = |c: &u8| c.is_ascii_alphanumeric() || extra.contains(c);
+        b.first().is_some_and(word)
+            && b.last().is_some_and(word)
+            && b.iter().all(|c| word(c) || separators.contains(c))
+            && b.windows(2)
+                .all(|w| !(separators.contains(&w[0]) && separators.contains(&w[1])))
+    };
+    let section_ok = words(section, b"-.", b"_")
+        && (section == "DEFAULT" || !section.eq_ignore_ascii_case("default"));
+    (section_ok && words(option, b".", b"_-")).then(|| {
+        format!(
+            "OS_{}__{}",
+            section.to_ascii_uppercase(),
+            option.to_ascii_uppercase().replace('-', "_")
+        )
+    })
+}
+
+/// A few secret options, often naming a section or option the spec has.
+fn secret_options(u: &mut Unstructured, known: &[(String, String)]) -> Result<Vec<SecretOption>> {
+    let mut options = Vec::new();
+    for _ in 0..u.int_in_range(0..=2)? {
+        let (section, option) = if !known.is_empty() && u.ratio(1, 2)? {
+            u.choose(known)?.clone()
+        } else {
+            (name(u)?, name(u)?)
+        };
+        options.push(SecretOption {
+            section,
+            option,
+            secret_name: "s".into(),
+            key: "k".into(),
+        });
+    }
+    Ok(options)
+}
+
+/// Whether the secret options break a rule, given the file entries of the spec
+/// and the options Ratchet sets through the environment.
+fn secret_options_break_rules(
+    options: &[SecretOption],
+    file: &[(String, String)],
+    environment: &[(&str, &str)],
+) -> bool {
+    let mut seen = BTreeSet::new();
+    options.iter().any(|o| {
+        let pair = (o.section.as_str(), o.option.as_str());
+        match variable(pair.0, pair.1) {
+            None => true,
+            Some(v) => {
+                !seen.insert(v)
+                    || environment.iter().any(|&m| same(pair, m))
+                    || file.iter().any(|(s, f)| same(pair, (s, f)))
+            }
+        }
+    })
+}
+
+/// The file's entries as (section, option) pairs.
+fn entries(sections: &Sections) -> Vec<(String, String)> {
+    sections
+        .iter()
+        .flat_map(|(s, options)| options.keys().map(move |o| (s.clone(), o.clone())))
+        .collect()
 }
 
 /// `text` read back holds exactly `expected` (values as oslo.config reads them).
@@ -115,8 +197,24 @@ const OWN: [(&str, &str); 5] = [
     ("", "backend_host"),
 ];
 
-fn check_rendered(service: Service, text: &str, extra: &Sections, backends: &[VolumeBackend]) {
+fn check_rendered(
+    service: Service,
+    text: &str,
+    extra: &Sections,
+    backends: &[VolumeBackend],
+    secret: &[SecretOption],
+) {
     let read = read_oslo(text).unwrap_or_else(|e| panic!("unreadable file ({e}):\n{text}"));
+    for (section, options) in &read {
+        for option in options.keys() {
+            assert!(
+                !secret
+                    .iter()
+                    .any(|o| same((&o.section, &o.option), (section, option))),
+                "[{section}] {option} is set from a Secret but written:\n{text}"
+            );
+        }
+    }
     let backend_names: BTreeSet<&str> = backends.iter().map(|b| b.name.as_str()).collect();
     for (section, options) in &read {
         for (option, values) in options {
@@ -173,13 +271,24 @@ fn fuzz_cinder(u: &mut Unstructured) -> Result<()> {
             ..VolumeBackend::default()
         });
     }
+    let mut file = entries(&spec.extra_config);
+    for b in &spec.volume_backends {
+        file.extend(b.options.keys().map(|o| (b.name.clone(), o.clone())));
+    }
+    spec.secret_options = secret_options(u, &file)?;
+    let environment = [
+        ("database", "connection"),
+        ("DEFAULT", "transport_url"),
+        ("DEFAULT", "enabled_backends"),
+    ];
     let breaks_rules = unsafe_sections(&spec.extra_config)
         || spec.volume_backends.iter().any(|b| {
             !is_name(&b.name)
                 || b.options.iter().any(|(o, v)| {
                     !is_name(o) || !is_value(v) || managed(Service::Cinder, &b.name, o)
                 })
-        });
+        })
+        || secret_options_break_rules(&spec.secret_options, &file, &environment);
     let rendered = ratchet_operator::cinder::config::render("ns", "c", &spec);
     match &rendered {
         Ok(text) => {
@@ -191,7 +300,13 @@ fn fuzz_cinder(u: &mut Unstructured) -> Result<()> {
                     first.push(b.clone());
                 }
             }
-            check_rendered(Service::Cinder, text, &spec.extra_config, &first);
+            check_rendered(
+                Service::Cinder,
+                text,
+                &spec.extra_config,
+                &first,
+                &spec.secret_options,
+            );
         }
         Err(refused) => {
             assert!(breaks_rules, "refused a valid spec: {refused:?}");
@@ -219,12 +334,27 @@ fn fuzz_ironic(u: &mut Unstructured) -> Result<()> {
         return Ok(());
     };
     spec.extra_config = sections(u)?;
+    let file = entries(&spec.extra_config);
+    spec.secret_options = secret_options(u, &file)?;
+    let environment = [
+        ("database", "connection"),
+        ("DEFAULT", "transport_url"),
+        ("DEFAULT", "pin_release_version"),
+    ];
+    let breaks_rules = unsafe_sections(&spec.extra_config)
+        || secret_options_break_rules(&spec.secret_options, &file, &environment);
     match ratchet_operator::ironic::config::render("ns", "i", &spec) {
         Ok(text) => {
-            assert!(!unsafe_sections(&spec.extra_config));
-            check_rendered(Service::Ironic, &text, &spec.extra_config, &[]);
+            assert!(!breaks_rules, "rendered what the rules refuse:\n{text}");
+            check_rendered(
+                Service::Ironic,
+                &text,
+                &spec.extra_config,
+                &[],
+                &spec.secret_options,
+            );
         }
-        Err(_) => assert!(unsafe_sections(&spec.extra_config)),
+        Err(refused) => assert!(breaks_rules, "refused a valid spec: {refused:?}"),
     }
     Ok(())
 }

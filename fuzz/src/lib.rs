@@ -24,6 +24,11 @@ const FRAGMENTS: &[&str] = &[
     "pin_release_version",
     "Pin-Release-Version",
     "keystone_authtoken",
+    "password",
+    "enabled_backends",
+    "OS_",
+    "__",
+    "default",
     "true",
     "\n",
     "\r",
@@ -294,10 +299,14 @@ pub fn cinder_v1beta1() -> Value {
             "database": { "secretName": "db", "key": "connection" },
             "transport": { "secretName": "mq", "key": "url" },
             "volumeBackends": [
-                { "name": "lvm", "options": { "volume_driver": "lvm" } },
+                { "name": "lvm", "options": { "volume_driver": "lvm" }, "privileged": true },
                 { "name": "ceph", "replicas": 2 },
             ],
             "extraConfig": { "DEFAULT": { "debug": "true" } },
+            "secretOptions": [
+                { "section": "keystone_authtoken", "option": "password", "secretName": "ks", "key": "password" },
+            ],
+            "securityContext": { "runAsUser": 42407, "fsGroup": 42407 },
         },
         "status": { "installedRelease": "2026.1", "upgradePhase": "Migrating" },
     })
@@ -316,6 +325,10 @@ pub fn ironic() -> Value {
             "transport": { "secretName": "mq", "key": "url" },
             "conductor": { "replicas": 2 },
             "extraConfig": { "conductor": { "automated_clean": "false" } },
+            "secretOptions": [
+                { "section": "json_rpc", "option": "password", "secretName": "rpc", "key": "password" },
+            ],
+            "securityContext": { "runAsUser": 42422 },
         },
         "status": { "installedRelease": "2026.1", "pinnedRelease": "" },
     })

@@ -59,3 +59,80 @@ impl WorkloadSpec {
         self.replicas.unwrap_or(1)
     }
 }
+
+/// The user and groups the service's pods run as (every Deployment,
+/// StatefulSet and Job). Each field has a default: the service's own uid
+/// (Cinder 42407, Ironic 42422, the uids their usual images give the service
+/// user), then the user for the group, then the group for `fsGroup`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSecurity {
+    /// The uid every container runs as; not 0 (pods run with `runAsNonRoot`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub run_as_user: Option<i64>,
+    /// The primary gid every container runs with (default: `runAsUser`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub run_as_group: Option<i64>,
+    /// The supplementary gid that owns the pods' volumes (default: `runAsGroup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub fs_group: Option<i64>,
+}
+
+/// The user and groups a service's pods run as, defaults applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PodIdentity {
+    pub run_as_user: i64,
+    pub run_as_group: i64,
+    pub fs_group: i64,
+}
+
+impl PodSecurity {
+    /// The identity for a service whose own uid is `default_uid`.
+    pub fn identity(security: Option<&PodSecurity>, default_uid: i64) -> PodIdentity {
+        let spec = security.cloned().unwrap_or_default();
+        let run_as_user = spec.run_as_user.unwrap_or(default_uid);
+        let run_as_group = spec.run_as_group.unwrap_or(run_as_user);
+        PodIdentity {
+            run_as_user,
+            run_as_group,
+            fs_group: spec.fs_group.unwrap_or(run_as_group),
+        }
+    }
+}
+
+/// One configuration option whose value comes from a Secret key: it reaches the
+/// processes as the environment variable oslo.config reads it from
+/// (`OS_<SECTION>__<OPTION>`, upper-cased, `-` in the option read as `_`) and never
+/// enters the ConfigMap. `extraConfig` may not name it too.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(crate::oslo::SECRET_DEFAULT_RULE).message("section: write DEFAULT in capitals (oslo.config reads a file's [default] as a group of its own)"))]
+pub struct SecretOption {
+    /// The section (oslo.config group), e.g. `keystone_authtoken` or a Cinder back
+    /// end's name. Words of ASCII letters, digits, `-` and `.`, joined by single `_`.
+    #[schemars(length(min = 1, max = 128), regex(pattern = crate::oslo::SECRET_SECTION_PATTERN))]
+    pub section: String,
+    /// The option, e.g. `password`. Words of ASCII letters, digits and `.`, joined by
+    /// single `_` or `-`.
+    #[schemars(length(min = 1, max = 128), regex(pattern = crate::oslo::SECRET_OPTION_PATTERN))]
+    pub option: String,
+    /// Name of the Secret, in the resource's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub secret_name: String,
+    /// Key within the Secret whose value is the option's value.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+impl SecretOption {
+    /// The Secret key it reads.
+    pub fn source(&self) -> SecretKeyRef {
+        SecretKeyRef {
+            secret_name: self.secret_name.clone(),
+            key: self.key.clone(),
+        }
+    }
+}

@@ -32,6 +32,31 @@
 //! without changing the file's structure: a value both starting and ending with
 //! the same quote (`"` or `'`) loses them, and `$name` / `${group.name}` is
 //! replaced by another option's value (`$$` is a literal `$`).
+//!
+//! An option whose value comes from a Secret is not written into the file: it
+//! reaches the process as an environment variable, which oslo.config reads
+//! before the files (`oslo_config/sources/_environment.py`). It looks up, for
+//! the option `dest` of group `group`, only `OS_<group upper-cased>__<dest
+//! upper-cased>` (`dest` is the option's name with `-` read as `_`; the group's
+//! name is kept as it is, `-` and `.` included; `DEFAULT` for the default
+//! group). Hence, for a section and option to take a value from a Secret:
+//!
+//! - **One variable, one option**: a name holding `__`, a section ending with
+//!   `_` or an option starting with `_` or `-` would give two pairs the same
+//!   variable (`[a] b__c` and `[a__b] c` are both `OS_A__B__C`); such names are
+//!   refused. Sections are words of letters, digits, `-` and `.` joined by
+//!   single `_`; options words of letters, digits and `.` joined by single `_`
+//!   or `-`.
+//! - **`DEFAULT` in capitals**: a file's `[default]` is a group of its own, but
+//!   its variable would be `OS_DEFAULT__…`, read by `[DEFAULT]`; other
+//!   spellings are refused.
+//! - Letter case is otherwise free (the variable is upper-cased either way, and
+//!   oslo.config lower-cases the other sections of a file).
+//!
+//! What no rule here can see: oslo.config reads no deprecated name or group
+//! from the environment (an option under its old name stays unset), and it
+//! applies `$` substitution to a variable's value as to a file's (a Secret
+//! holding a `$` must write `$$`).
 
 use schemars::json_schema;
 use serde_json::json;
@@ -74,6 +99,69 @@ pub fn is_value(value: &str) -> bool {
         .all(|c| !c.is_control() && c != '\u{2028}' && c != '\u{2029}')
         && edge(value.chars().next())
         && edge(value.chars().next_back())
+}
+
+/// The environment variable prefix oslo.config reads options from.
+pub const ENV_PREFIX: &str = "OS_";
+
+/// A section whose option may come from a Secret, as an RE2 pattern: words of
+/// ASCII letters, digits, `-` and `.`, joined by single `_`.
+pub const SECRET_SECTION_PATTERN: &str = "^[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*$";
+
+/// An option that may come from a Secret, as an RE2 pattern: words of ASCII
+/// letters, digits and `.`, joined by single `_` or `-`.
+pub const SECRET_OPTION_PATTERN: &str = "^[A-Za-z0-9.]+([_-][A-Za-z0-9.]+)*$";
+
+/// The CEL rule on a secret option (an object with `section`): `DEFAULT` is
+/// spelled so.
+pub const SECRET_DEFAULT_RULE: &str =
+    "self.section == 'DEFAULT' || !self.section.matches('(?i)^default$')";
+
+/// Why a section cannot take an option from a Secret, for messages.
+pub const SECRET_SECTION_RULE: &str = "must be words of ASCII letters, digits, '-' and '.' joined by single '_', and DEFAULT in capitals (oslo.config reads the option from the variable OS_<SECTION>__<OPTION>; a '__' or a '_' at the end would make one variable name two options)";
+
+/// Why an option cannot come from a Secret, for messages.
+pub const SECRET_OPTION_RULE: &str = "must be words of ASCII letters, digits and '.' joined by single '_' or '-' (oslo.config reads the option from the variable OS_<SECTION>__<OPTION>, '-' read as '_'; a '__' or a '_' at the start would make one variable name two options)";
+
+/// Whether options of `section` can be set through the environment, one
+/// variable for one option.
+pub fn is_secret_section(section: &str) -> bool {
+    words(section, |b| b == b'-' || b == b'.', |b| b == b'_')
+        && (section == "DEFAULT" || !section.eq_ignore_ascii_case("default"))
+}
+
+/// Whether `option` can be set through the environment, one variable for one
+/// option.
+pub fn is_secret_option(option: &str) -> bool {
+    words(option, |b| b == b'.', |b| b == b'_' || b == b'-')
+}
+
+/// `text` is non-empty words of ASCII letters, digits and `extra` bytes,
+/// joined by single `separator` bytes.
+fn words(text: &str, extra: impl Fn(u8) -> bool, separator: impl Fn(u8) -> bool) -> bool {
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || extra(b);
+    bytes.first().is_some_and(|&b| word(b))
+        && bytes.last().is_some_and(|&b| word(b))
+        && bytes.iter().all(|&b| word(b) || separator(b))
+        && bytes
+            .windows(2)
+            .all(|w| !(separator(w[0]) && separator(w[1])))
+}
+
+/// The environment variable oslo.config reads `[section] option` from, as its
+/// environment source names it: `OS_`, the group name upper-cased (a `-` or `.`
+/// in it kept), `__`, the option's `dest` upper-cased (its name with `-` read
+/// as `_`). `None` when the pair has no variable of its own
+/// ([`is_secret_section`], [`is_secret_option`]).
+pub fn env_name(section: &str, option: &str) -> Option<String> {
+    (is_secret_section(section) && is_secret_option(option)).then(|| {
+        format!(
+            "{ENV_PREFIX}{}__{}",
+            section.to_ascii_uppercase(),
+            option.to_ascii_uppercase().replace('-', "_")
+        )
+    })
 }
 
 /// The CEL rule on a map whose keys are names.
@@ -175,6 +263,45 @@ mod tests {
         }
     }
 
+    #[test]
+    fn secret_options_name_the_variable_oslo_config_reads() {
+        assert_eq!(
+            env_name("keystone_authtoken", "password").as_deref(),
+            Some("OS_KEYSTONE_AUTHTOKEN__PASSWORD")
+        );
+        // A group name keeps its '-' and '.'; an option's '-' is read as '_'.
+        assert_eq!(
+            env_name("lvm-1", "san-password").as_deref(),
+            Some("OS_LVM-1__SAN_PASSWORD")
+        );
+        assert_eq!(env_name("a.b", "x.y").as_deref(), Some("OS_A.B__X.Y"));
+        assert_eq!(
+            env_name("DEFAULT", "Transport-URL").as_deref(),
+            Some("OS_DEFAULT__TRANSPORT_URL")
+        );
+        for (section, option) in [
+            // One variable would name two options (OS_A__B__C).
+            ("a__b", "c"),
+            ("a", "b__c"),
+            ("a", "b-_c"),
+            ("a_", "b"),
+            ("a", "_b"),
+            ("a", "-b"),
+            ("_a", "b"),
+            // Read from a file as a group of its own, from the environment as DEFAULT.
+            ("default", "debug"),
+            ("Default", "debug"),
+            // Not names at all.
+            ("", "x"),
+            ("x", ""),
+            ("a b", "c"),
+            ("a", "b]"),
+            ("é", "x"),
+        ] {
+            assert_eq!(env_name(section, option), None, "[{section}] {option}");
+        }
+    }
+
     /// The patterns the schema carries decide as the predicates do.
     mod patterns_agree {
         use proptest::prelude::*;
@@ -197,6 +324,20 @@ mod tests {
             fn name_pattern(s in text()) {
                 let re = regex::Regex::new(NAME_PATTERN).expect("pattern compiles");
                 prop_assert_eq!(re.is_match(&s), is_name(&s), "{:?}", s);
+            }
+
+            #[test]
+            fn secret_section_pattern(s in text()) {
+                let re = regex::Regex::new(SECRET_SECTION_PATTERN).expect("pattern compiles");
+                let default = regex::Regex::new("(?i)^default$").expect("pattern compiles");
+                let cel = re.is_match(&s) && (s == "DEFAULT" || !default.is_match(&s));
+                prop_assert_eq!(cel, is_secret_section(&s), "{:?}", s);
+            }
+
+            #[test]
+            fn secret_option_pattern(s in text()) {
+                let re = regex::Regex::new(SECRET_OPTION_PATTERN).expect("pattern compiles");
+                prop_assert_eq!(re.is_match(&s), is_secret_option(&s), "{:?}", s);
             }
 
             #[test]

@@ -15,7 +15,7 @@ use ratchet_api::cinder::conversion::{
     to_v1alpha1, to_v1beta1,
 };
 use ratchet_api::cinder::{BackupSpec, example_manifest, v1alpha1, v1beta1};
-use ratchet_api::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
+use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
 use serde_json::{Value, json};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -246,6 +246,57 @@ fn edits_in_v1alpha1_win_over_the_carried_order() {
         json!([{"name": "ceph", "replicas": 5}, {"name": "nfs"}, {"name": "a"}, {"name": "z"}])
     );
     assert_eq!(edited["metadata"], json!({"name": "c", "namespace": "ns"}));
+}
+
+#[test]
+fn fields_only_v1beta1_has_travel_in_the_annotation() {
+    let mut beta = beta(
+        beta_spec(json!([{"name": "lvm", "privileged": true}, {"name": "nfs"}])),
+        None,
+        None,
+    );
+    beta["spec"]["secretOptions"] = json!([{
+        "section": "keystone_authtoken", "option": "password",
+        "secretName": "cinder-keystone", "key": "password",
+    }]);
+    beta["spec"]["securityContext"] = json!({"runAsUser": 1000, "fsGroup": 2000});
+
+    let alpha = converted(&beta, V1ALPHA1);
+
+    assert!(alpha["spec"].get("secretOptions").is_none());
+    assert!(alpha["spec"].get("securityContext").is_none());
+    assert_eq!(alpha["spec"]["volumes"], json!({"lvm": {}, "nfs": {}}));
+    let record: Value = serde_json::from_str(
+        alpha["metadata"]["annotations"][V1BETA1_ANNOTATION]
+            .as_str()
+            .expect("the record"),
+    )
+    .expect("the annotation is JSON");
+    assert_eq!(
+        record,
+        json!({
+            "privilegedBackends": ["lvm"],
+            "secretOptions": [{
+                "section": "keystone_authtoken", "option": "password",
+                "secretName": "cinder-keystone", "key": "password",
+            }],
+            "securityContext": {"runAsUser": 1000, "fsGroup": 2000},
+        })
+    );
+    assert_eq!(converted(&alpha, V1BETA1), beta);
+
+    // A back end removed in v1alpha1 loses its privilege; one that stays keeps it.
+    let mut edited = alpha.clone();
+    edited["spec"]["volumes"] = json!({"nfs": {"replicas": 2}, "lvm": {"replicas": 3}});
+    let back = converted(&edited, V1BETA1);
+    assert_eq!(
+        back["spec"]["volumeBackends"],
+        json!([{"name": "lvm", "replicas": 3, "privileged": true}, {"name": "nfs", "replicas": 2}])
+    );
+    edited["spec"]["volumes"] = json!({"nfs": {}});
+    let back = converted(&edited, V1BETA1);
+    assert_eq!(back["spec"]["volumeBackends"], json!([{"name": "nfs"}]));
+    assert_eq!(back["spec"]["secretOptions"], beta["spec"]["secretOptions"]);
 }
 
 #[test]
@@ -659,16 +710,43 @@ fn beta_backends() -> impl Strategy<Value = Vec<v1beta1::VolumeBackend>> {
         option::of(any::<i32>()),
         resources(),
         options(),
+        any::<bool>(),
     )
         .prop_map(
-            |(name, replicas, resources, options)| v1beta1::VolumeBackend {
+            |(name, replicas, resources, options, privileged)| v1beta1::VolumeBackend {
                 name,
                 replicas,
                 resources,
                 options,
+                privileged,
             },
         );
     vec(backend, 0..6)
+}
+
+fn secret_options() -> impl Strategy<Value = Vec<SecretOption>> {
+    let option = (text(), text(), secret()).prop_map(|(section, option, secret)| SecretOption {
+        section,
+        option,
+        secret_name: secret.secret_name,
+        key: secret.key,
+    });
+    vec(option, 0..3)
+}
+
+fn pod_security() -> impl Strategy<Value = Option<PodSecurity>> {
+    option::of(
+        (
+            option::of(any::<i64>()),
+            option::of(any::<i64>()),
+            option::of(any::<i64>()),
+        )
+            .prop_map(|(run_as_user, run_as_group, fs_group)| PodSecurity {
+                run_as_user,
+                run_as_group,
+                fs_group,
+            }),
+    )
 }
 
 fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
@@ -676,12 +754,14 @@ fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
         (text(), image_parts(), secret(), secret()),
         (workload(), workload(), backup()),
         (beta_backends(), option::of(any::<i32>()), extra_config()),
+        (secret_options(), pod_security()),
     )
         .prop_map(
             |(
                 (open_stack_release, (repository, tag, digest), database, transport),
                 (api, scheduler, backup),
                 (volume_backends, rollout_deadline_seconds, extra_config),
+                (secret_options, security_context),
             )| v1beta1::CinderSpec {
                 open_stack_release,
                 image: v1beta1::Image {
@@ -696,6 +776,8 @@ fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
                 volume_backends,
                 rollout_deadline_seconds,
                 extra_config,
+                secret_options,
+                security_context,
             },
         );
     (metadata(), spec, status_parts()).prop_map(|(metadata, spec, status)| v1beta1::Cinder {

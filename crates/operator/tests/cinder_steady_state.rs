@@ -57,8 +57,10 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         }
     }
     let mut created = events.applied_objects().boxed();
-    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &["lvm", "nfs"]))
-        .await?;
+    // The LVM back end opts in to the privilege rootwrap needs; nfs does not.
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &["lvm", "nfs"]);
+    manifest["spec"]["volumeBackends"][0]["privileged"] = json!(true);
+    h.create_cinder(manifest).await?;
     let ready = h.wait_ready("c").await?;
     let status = ready.status.context("status")?;
     ensure!(status.installed_release == "2026.1");
@@ -121,6 +123,18 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         .and_then(|p| p.containers.first())
         .context("container")?;
     ensure!(container.image.as_deref() == Some(&*format!("{REPO}:2026.1")));
+    let job_security = spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.security_context.clone())
+        .context("the Job's pod security context")?;
+    ensure!(
+        job_security.run_as_user == Some(42407)
+            && job_security.run_as_group == Some(42407)
+            && job_security.run_as_non_root == Some(true),
+        "{job_security:?}"
+    );
     ensure!(
         container.command.clone().unwrap_or_default()
             == [
@@ -168,13 +182,51 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         "a secret value leaked into the ConfigMap"
     );
 
-    // Volume Deployments serve their own back end; API probes; restricted security.
+    // Volume Deployments serve their own back end; API probes; restricted
+    // security everywhere but the privileged back end.
     let lvm = h.api::<Deployment>().get("c-volume-lvm").await?;
     let pod = lvm
         .spec
         .as_ref()
         .and_then(|s| s.template.spec.clone())
         .context("pod spec")?;
+    let privileged = pod.containers[0]
+        .security_context
+        .clone()
+        .context("security context")?;
+    let pod_security = pod.security_context.clone().context("pod security")?;
+    ensure!(
+        privileged.privileged == Some(true)
+            && privileged.allow_privilege_escalation == Some(true)
+            && pod_security.run_as_user == Some(0)
+            && pod_security.run_as_non_root == Some(false),
+        "the LVM back end runs as root with privilege: {privileged:?} {pod_security:?}"
+    );
+    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
+        let name = d.metadata.name.clone().unwrap_or_default();
+        if name == "c-volume-lvm" {
+            continue;
+        }
+        let pod = d.spec.and_then(|s| s.template.spec).context("pod spec")?;
+        let security = pod.security_context.clone().unwrap_or_default();
+        let container = pod.containers[0]
+            .security_context
+            .clone()
+            .unwrap_or_default();
+        ensure!(
+            security.run_as_user == Some(42407)
+                && security.fs_group == Some(42407)
+                && security.run_as_non_root == Some(true)
+                && container.privileged.is_none()
+                && container.allow_privilege_escalation == Some(false)
+                && container
+                    .capabilities
+                    .and_then(|c| c.drop)
+                    .is_some_and(|d| d == ["ALL"]),
+            "{name} is not restricted: {security:?} {:?}",
+            pod.containers[0].security_context
+        );
+    }
     let env = pod.containers[0].env.clone().unwrap_or_default();
     ensure!(
         env.iter()
@@ -183,14 +235,6 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
     ensure!(env.iter().any(|e| e.name == "OS_DATABASE__CONNECTION"
         && e.value.is_none()
         && e.value_from.is_some()));
-    let security = pod.containers[0]
-        .security_context
-        .clone()
-        .context("security context")?;
-    ensure!(
-        security.run_as_non_root == Some(true)
-            && security.allow_privilege_escalation == Some(false)
-    );
     let mounts = pod.containers[0].volume_mounts.clone().unwrap_or_default();
     ensure!(
         mounts
@@ -402,6 +446,107 @@ async fn missing_secret_blocks_until_it_exists() -> Result<()> {
         .create(&PostParams::default(), &secret)
         .await?;
     h.wait_ready("c").await?;
+    h.finish().await;
+    Ok(())
+}
+
+/// An option set from a Secret: held under SecretMissing until its Secret
+/// exists, then in every pod as the variable oslo.config reads, from a
+/// secretKeyRef, never in the ConfigMap; the uid follows spec.securityContext.
+#[tokio::test]
+async fn a_secret_option_reaches_the_pods_from_its_secret_once_it_exists() -> Result<()> {
+    let h = Harness::start("secretopt").await?;
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &["lvm"]);
+    manifest["spec"]["secretOptions"] = json!([{
+        "section": "keystone_authtoken", "option": "password",
+        "secretName": "cinder-keystone", "key": "password",
+    }]);
+    manifest["spec"]["securityContext"] = json!({ "runAsUser": 1000, "fsGroup": 2000 });
+    h.create_cinder(manifest).await?;
+    let blocked = h
+        .wait_condition("c", "DatabaseReady", "False", "SecretMissing")
+        .await?;
+    let message = blocked
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "DatabaseReady"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    ensure!(
+        message.contains("cinder-keystone"),
+        "the message names the Secret: {message}"
+    );
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": "cinder-keystone" },
+        "stringData": { "password": "s3cr3t-keystone" },
+    }))?;
+    h.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    h.wait_ready("c").await?;
+
+    let jobs = h.api::<Job>().list(&Default::default()).await?.items;
+    let deployments = h.api::<Deployment>().list(&Default::default()).await?.items;
+    let pods = jobs
+        .iter()
+        .filter_map(|j| j.spec.as_ref()?.template.spec.clone())
+        .chain(
+            deployments
+                .iter()
+                .filter_map(|d| d.spec.as_ref()?.template.spec.clone()),
+        )
+        .collect::<Vec<_>>();
+    ensure!(
+        pods.len() == 5,
+        "a Job and four Deployments: {}",
+        pods.len()
+    );
+    for pod in &pods {
+        let env = pod.containers[0].env.clone().unwrap_or_default();
+        let from = env
+            .iter()
+            .find(|e| e.name == "OS_KEYSTONE_AUTHTOKEN__PASSWORD")
+            .and_then(|e| e.value_from.as_ref())
+            .and_then(|v| v.secret_key_ref.as_ref())
+            .map(|r| (r.name.as_str(), r.key.as_str()));
+        ensure!(from == Some(("cinder-keystone", "password")), "{env:?}");
+        let security = pod.security_context.clone().unwrap_or_default();
+        ensure!(
+            (
+                security.run_as_user,
+                security.run_as_group,
+                security.fs_group
+            ) == (Some(1000), Some(1000), Some(2000)),
+            "{security:?}"
+        );
+    }
+    let conf = h
+        .api::<ConfigMap>()
+        .get("c-config")
+        .await?
+        .data
+        .and_then(|d| d.get("cinder.conf").cloned())
+        .unwrap_or_default();
+    ensure!(
+        !conf.contains("s3cr3t") && !conf.contains("password"),
+        "{conf}"
+    );
+
+    // extraConfig may not set it too: admission names both fields.
+    let err = h
+        .patch_cinder(
+            "c",
+            json!({ "spec": { "extraConfig": { "keystone_authtoken": { "password": "plain" } } } }),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    ensure!(
+        err.contains("admission webhook")
+            && err.contains("spec.extraConfig.keystone_authtoken.password: set by spec.secretOptions[\"keystone_authtoken\"][\"password\"]"),
+        "{err}"
+    );
     h.finish().await;
     Ok(())
 }

@@ -185,3 +185,142 @@ async fn the_api_server_refuses_injected_configuration_in_every_version() -> Res
     h.finish().await;
     Ok(())
 }
+
+/// A secret option must name an option with an environment variable of its own:
+/// the schema refuses other names for every service; admission refuses what
+/// the schema cannot see (two entries for one variable, an option Ratchet sets
+/// itself, an `extraConfig` entry or back-end option setting it too), naming
+/// the field; the values never reach the ConfigMap.
+#[tokio::test]
+async fn secret_options_without_a_variable_of_their_own_are_refused() -> Result<()> {
+    let h = Harness::start("hostile-secret").await?;
+    let with = |mut manifest: Value, options: Value| {
+        manifest["spec"]["secretOptions"] = options;
+        manifest
+    };
+    let entry = |section: &str, option: &str| json!({ "section": section, "option": option, "secretName": "s", "key": "k" });
+    for (options, says) in [
+        (json!([entry("a__b", "c")]), "spec.secretOptions[0].section"),
+        (json!([entry("a", "b__c")]), "spec.secretOptions[0].option"),
+        (json!([entry("a", "-b")]), "spec.secretOptions[0].option"),
+        (
+            json!([entry("a]\n[b", "c")]),
+            "spec.secretOptions[0].section",
+        ),
+        (
+            json!([entry("default", "debug")]),
+            "write DEFAULT in capitals",
+        ),
+    ] {
+        let beta = with(
+            cinder_manifest("b", "2026.1", "2026.1", &[]),
+            options.clone(),
+        );
+        let ironic = with(
+            ratchet_api::ironic::example_manifest(
+                "i",
+                "2026.1",
+                "registry.invalid/ironic",
+                "2026.1",
+                1,
+            ),
+            options.clone(),
+        );
+        for (what, err) in [
+            (
+                "Cinder",
+                refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, beta).await?,
+            ),
+            ("Ironic", refusal::<Ironic>(&h, ironic).await?),
+        ] {
+            ensure!(
+                err.contains(says),
+                "{what} with secretOptions {options}: expected {says:?}, got {err:?}"
+            );
+        }
+    }
+
+    for (manifest, says) in [
+        (
+            with(
+                cinder_manifest("d", "2026.1", "2026.1", &[]),
+                json!([
+                    entry("DEFAULT", "san_password"),
+                    entry("DEFAULT", "san-password")
+                ]),
+            ),
+            "spec.secretOptions[\"DEFAULT\"][\"san-password\"]: the same option as spec.secretOptions[\"DEFAULT\"][\"san_password\"] (both are OS_DEFAULT__SAN_PASSWORD)",
+        ),
+        (
+            with(
+                cinder_manifest("m", "2026.1", "2026.1", &[]),
+                json!([entry("database", "connection")]),
+            ),
+            "spec.secretOptions[\"database\"][\"connection\"]: set by spec.database (a Secret)",
+        ),
+        (
+            with(
+                with_extra(
+                    cinder_manifest("x", "2026.1", "2026.1", &[]),
+                    json!({ "keystone_authtoken": { "password": "plain" } }),
+                ),
+                json!([entry("keystone_authtoken", "password")]),
+            ),
+            "spec.extraConfig.keystone_authtoken.password: set by spec.secretOptions[\"keystone_authtoken\"][\"password\"] (Secret \"s\", key \"k\"); remove it from extraConfig",
+        ),
+        (
+            with(
+                cinder_manifest("o", "2026.1", "2026.1", &["lvm"]),
+                json!([entry("lvm", "volume_driver")]),
+            ),
+            "spec.volumeBackends[\"lvm\"].options[\"volume_driver\"]: set by spec.secretOptions[\"lvm\"][\"volume_driver\"]",
+        ),
+    ] {
+        let err = refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, manifest).await?;
+        ensure!(
+            err.contains("admission webhook") && err.contains(says),
+            "expected {says:?}, got {err:?}"
+        );
+    }
+    let pinned = with(
+        ratchet_api::ironic::example_manifest(
+            "p",
+            "2026.1",
+            "registry.invalid/ironic",
+            "2026.1",
+            1,
+        ),
+        json!([entry("DEFAULT", "pin_release_version")]),
+    );
+    let err = refusal::<Ironic>(&h, pinned).await?;
+    ensure!(
+        err.contains("spec.secretOptions[\"DEFAULT\"][\"pin_release_version\"]: set by Ratchet"),
+        "{err}"
+    );
+
+    // What the rules admit (a back end's section keeps its '-') is set from the
+    // Secret in the environment, not the file.
+    let ok = with(
+        cinder_manifest("ok", "2026.1", "2026.1", &["lvm-1"]),
+        json!([entry("lvm-1", "san-password")]),
+    );
+    h.create_cinder(ok).await?;
+    let maps: Api<ConfigMap> = h.api();
+    let map = until(
+        &maps,
+        "ok-config",
+        TIMEOUT,
+        "the ConfigMap",
+        |_: &ConfigMap| true,
+    )
+    .await?;
+    let text = map
+        .data
+        .as_ref()
+        .and_then(|d| d.get("cinder.conf"))
+        .cloned()
+        .unwrap_or_default();
+    ensure!(text.contains("[lvm-1]") && !text.contains("san"), "{text}");
+    h.finish().await;
+    Ok(())
+}

@@ -844,6 +844,40 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
     create(&h, "2026.2", 2).await?;
     wait_settled(&h, "2026.2").await?;
 
+    // Every Ironic pod, conductors, API and the sync Job, runs as Ironic's uid.
+    let templates = [
+        h.api::<StatefulSet>()
+            .get("i-conductor")
+            .await?
+            .spec
+            .map(|s| s.template),
+        h.api::<Deployment>()
+            .get("i-api")
+            .await?
+            .spec
+            .map(|s| s.template),
+        h.api::<Job>()
+            .get("i-db-sync")
+            .await?
+            .spec
+            .map(|s| s.template),
+    ];
+    for template in templates {
+        let security = template
+            .and_then(|t| t.spec)
+            .and_then(|p| p.security_context)
+            .unwrap_or_default();
+        ensure!(
+            (
+                security.run_as_user,
+                security.run_as_group,
+                security.fs_group
+            ) == (Some(42422), Some(42422), Some(42422))
+                && security.run_as_non_root == Some(true),
+            "{security:?}"
+        );
+    }
+
     // A downgrade is refused at admission, as for Cinder.
     let refused = h
         .api::<Ironic>()

@@ -5,14 +5,16 @@
 //! express travels in an annotation:
 //!
 //! - [`V1BETA1_ANNOTATION`], on a v1alpha1 object: the order of `volumeBackends` when
-//!   it is not sorted by name, back ends whose name repeats an earlier one's, and fields
-//!   of the v1beta1 object that this code does not know.
+//!   it is not sorted by name, back ends whose name repeats an earlier one's, the fields
+//!   only v1beta1 has (`secretOptions`, `securityContext`, which back ends are
+//!   `privileged`), and fields of the v1beta1 object that this code does not know.
 //! - [`V1ALPHA1_ANNOTATION`], on a v1beta1 object: fields of the v1alpha1 object that
 //!   this code does not know.
 //!
 //! Converting back consumes the annotation. Edits made in the other version win: the
 //! carried order applies to the back ends that still exist, a repeated back end comes
-//! back only while a back end of its name exists, and unknown fields are only added
+//! back only while a back end of its name exists, so does a back end's `privileged`,
+//! and unknown fields are only added
 //! (to a list item only while the item is unchanged). A value under one of these keys
 //! that is not such a record (somebody's own annotation) is carried like any other.
 //!
@@ -28,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{v1alpha1, v1beta1};
-use crate::common::ImageSpec;
+use crate::common::{ImageSpec, PodSecurity, SecretOption};
 
 /// `apiVersion` of Cinder v1alpha1.
 pub const V1ALPHA1: &str = "cinder.openstack.c5c3.io/v1alpha1";
@@ -155,7 +157,7 @@ fn alpha_to_beta(
     )?;
     let converted = v1beta1::Cinder {
         metadata: with_annotations(&cinder.metadata, annotations),
-        spec: spec_to_beta(&cinder.spec, &carried.volume_backends),
+        spec: spec_to_beta(&cinder.spec, &carried),
         status: cinder.status.as_ref().map(status_to_beta),
     };
     Ok((converted, carried.unknown_fields))
@@ -169,16 +171,9 @@ fn beta_to_alpha(
 ) -> Result<(v1alpha1::Cinder, Option<Overlay>), ConversionError> {
     let mut annotations = cinder.metadata.annotations.clone().unwrap_or_default();
     let carried: V1alpha1Only = take_carried(&mut annotations, V1ALPHA1_ANNOTATION);
-    let (spec, volume_backends) = spec_to_alpha(&cinder.spec);
-    put_carried(
-        &mut annotations,
-        V1BETA1_ANNOTATION,
-        V1beta1Only {
-            volume_backends,
-            unknown_fields: unknown,
-            displaced_annotation: None,
-        },
-    )?;
+    let (spec, mut only) = spec_to_alpha(&cinder.spec);
+    only.unknown_fields = unknown;
+    put_carried(&mut annotations, V1BETA1_ANNOTATION, only)?;
     let converted = v1alpha1::Cinder {
         metadata: with_annotations(&cinder.metadata, annotations),
         spec,
@@ -187,7 +182,7 @@ fn beta_to_alpha(
     Ok((converted, carried.unknown_fields))
 }
 
-fn spec_to_beta(spec: &v1alpha1::CinderSpec, order: &[BackendSlot]) -> v1beta1::CinderSpec {
+fn spec_to_beta(spec: &v1alpha1::CinderSpec, carried: &V1beta1Only) -> v1beta1::CinderSpec {
     let v1alpha1::CinderSpec {
         open_stack_release,
         image: ImageSpec {
@@ -218,15 +213,18 @@ fn spec_to_beta(spec: &v1alpha1::CinderSpec, order: &[BackendSlot]) -> v1beta1::
         api: api.clone(),
         scheduler: scheduler.clone(),
         backup: backup.clone(),
-        volume_backends: backends_to_list(volumes, order),
+        volume_backends: backends_to_list(volumes, carried),
         rollout_deadline_seconds: *rollout_deadline_seconds,
         extra_config: extra_config.clone(),
+        secret_options: carried.secret_options.clone(),
+        security_context: carried.security_context.clone(),
     }
 }
 
-/// The v1alpha1 spec, and how to get the back-end list back from its map (empty when
-/// the list is sorted by name without repeats, which is the list the map gives).
-fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, Vec<BackendSlot>) {
+/// The v1alpha1 spec, and what it cannot express: how to get the back-end list back
+/// from its map (no order when the list is sorted by name without repeats, which is
+/// the list the map gives) and the fields only v1beta1 has.
+fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1Only) {
     let v1beta1::CinderSpec {
         open_stack_release,
         image:
@@ -242,8 +240,10 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, Vec<Backe
         volume_backends,
         rollout_deadline_seconds,
         extra_config,
+        secret_options,
+        security_context,
     } = spec;
-    let (volumes, order) = list_to_backends(volume_backends);
+    let (volumes, order, privileged_backends) = list_to_backends(volume_backends);
     let spec = v1alpha1::CinderSpec {
         open_stack_release: open_stack_release.clone(),
         image: ImageSpec {
@@ -260,24 +260,36 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, Vec<Backe
         rollout_deadline_seconds: *rollout_deadline_seconds,
         extra_config: extra_config.clone(),
     };
-    (spec, order)
+    let only = V1beta1Only {
+        volume_backends: order,
+        privileged_backends,
+        secret_options: secret_options.clone(),
+        security_context: security_context.clone(),
+        ..V1beta1Only::default()
+    };
+    (spec, only)
 }
 
 /// The list in the carried order: back ends the order names, while they exist; carried
-/// repeats, while a back end of their name exists; then the rest by name.
+/// repeats, while a back end of their name exists; then the rest by name. The back ends
+/// the record names privileged are, while they exist.
 fn backends_to_list(
     volumes: &BTreeMap<String, v1alpha1::VolumeBackendSpec>,
-    order: &[BackendSlot],
+    carried: &V1beta1Only,
 ) -> Vec<v1beta1::VolumeBackend> {
     let mut placed = BTreeSet::new();
     let mut list = Vec::with_capacity(volumes.len());
-    for slot in order {
+    let to_beta = |name: &str, backend| {
+        let privileged = carried.privileged_backends.iter().any(|p| p == name);
+        backend_to_beta(name, backend, privileged)
+    };
+    for slot in &carried.volume_backends {
         match slot {
             BackendSlot::Name(name) => {
                 if let Some(backend) = volumes.get(name)
                     && placed.insert(name.as_str())
                 {
-                    list.push(backend_to_beta(name, backend));
+                    list.push(to_beta(name, backend));
                 }
             }
             BackendSlot::Repeat(backend) => {
@@ -291,20 +303,23 @@ fn backends_to_list(
         volumes
             .iter()
             .filter(|(name, _)| !placed.contains(name.as_str()))
-            .map(|(name, backend)| backend_to_beta(name, backend)),
+            .map(|(name, backend)| to_beta(name, backend)),
     );
     list
 }
 
-/// The map (the first back end of a name wins) and the order to rebuild the list.
+/// The map (the first back end of a name wins), the order to rebuild the list, and the
+/// names of the map's privileged back ends (a repeat carries its own).
 fn list_to_backends(
     list: &[v1beta1::VolumeBackend],
 ) -> (
     BTreeMap<String, v1alpha1::VolumeBackendSpec>,
     Vec<BackendSlot>,
+    Vec<String>,
 ) {
     let mut volumes = BTreeMap::new();
     let mut order = Vec::new();
+    let mut privileged_backends = Vec::new();
     for backend in list {
         if volumes.contains_key(&backend.name) {
             order.push(BackendSlot::Repeat(backend.clone()));
@@ -314,7 +329,11 @@ fn list_to_backends(
                 replicas,
                 resources,
                 options,
+                privileged,
             } = backend;
+            if *privileged {
+                privileged_backends.push(name.clone());
+            }
             volumes.insert(
                 name.clone(),
                 v1alpha1::VolumeBackendSpec {
@@ -329,10 +348,14 @@ fn list_to_backends(
     if list.windows(2).all(|pair| pair[0].name < pair[1].name) {
         order.clear();
     }
-    (volumes, order)
+    (volumes, order, privileged_backends)
 }
 
-fn backend_to_beta(name: &str, backend: &v1alpha1::VolumeBackendSpec) -> v1beta1::VolumeBackend {
+fn backend_to_beta(
+    name: &str,
+    backend: &v1alpha1::VolumeBackendSpec,
+    privileged: bool,
+) -> v1beta1::VolumeBackend {
     let v1alpha1::VolumeBackendSpec {
         replicas,
         resources,
@@ -343,6 +366,7 @@ fn backend_to_beta(name: &str, backend: &v1alpha1::VolumeBackendSpec) -> v1beta1
         replicas: *replicas,
         resources: resources.clone(),
         options: options.clone(),
+        privileged,
     }
 }
 
@@ -472,6 +496,13 @@ struct V1beta1Only {
     /// The back-end list, when it was not sorted by name without repeats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     volume_backends: Vec<BackendSlot>,
+    /// The names of the back ends of the map that are `privileged`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    privileged_backends: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    secret_options: Vec<SecretOption>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    security_context: Option<PodSecurity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     unknown_fields: Option<Overlay>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -481,6 +512,9 @@ struct V1beta1Only {
 impl Carried for V1beta1Only {
     fn is_empty(&self) -> bool {
         self.volume_backends.is_empty()
+            && self.privileged_backends.is_empty()
+            && self.secret_options.is_empty()
+            && self.security_context.is_none()
             && self.unknown_fields.is_none()
             && self.displaced_annotation.is_none()
     }

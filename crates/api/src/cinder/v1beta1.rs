@@ -2,7 +2,9 @@
 //!
 //! Differs from v1alpha1 in two places: volume back ends are a list of named
 //! entries (`volumeBackends`, merged by name) instead of a map, and the image's tag
-//! or digest is one field, `image.reference`, replaced as a whole.
+//! or digest is one field, `image.reference`, replaced as a whole. It also has
+//! fields v1alpha1 lacks (`secretOptions`, `securityContext`, a back end's
+//! `privileged`); conversion carries them in an annotation.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
+use crate::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
 
 /// A Cinder deployment, and the release it runs.
 ///
@@ -74,6 +76,17 @@ pub struct CinderSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
+    /// `cinder.conf` options whose values come from Secret keys (passwords, keys):
+    /// each reaches the processes as the variable oslo.config reads,
+    /// `OS_<SECTION>__<OPTION>`, never the ConfigMap. Keyed by section and option;
+    /// `extraConfig` and back-end options may not name them too. At most 128.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["section".into(), "option".into()]))]
+    #[schemars(length(max = 128))]
+    pub secret_options: Vec<SecretOption>,
+    /// The user and groups every Cinder pod runs as (default 42407 for all three).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurity>,
 }
 
 /// The service image.
@@ -145,6 +158,12 @@ pub struct VolumeBackend {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::oslo::options_schema")]
     pub options: BTreeMap<String, String>,
+    /// Run this back end's cinder-volume as root, privileged, with privilege
+    /// escalation allowed: what drivers that call rootwrap (`sudo
+    /// cinder-rootwrap`) and manage host devices need, e.g. LVM. Default false:
+    /// restricted like every other Cinder pod. Admission answers with a warning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub privileged: bool,
 }
 
 /// Where an upgrade is. Empty in steady state.

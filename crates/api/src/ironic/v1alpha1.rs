@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ImageSpec, SecretKeyRef, WorkloadSpec};
+use crate::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
 
 /// An Ironic deployment, and the release it runs.
 ///
@@ -57,6 +57,17 @@ pub struct IronicSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
+    /// `ironic.conf` options whose values come from Secret keys: each reaches the
+    /// processes as the variable oslo.config reads, `OS_<SECTION>__<OPTION>`, never
+    /// the ConfigMap. Keyed by section and option; `extraConfig` may not name them
+    /// too. At most 128.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["section".into(), "option".into()]))]
+    #[schemars(length(max = 128))]
+    pub secret_options: Vec<SecretOption>,
+    /// The user and groups every Ironic pod runs as (default 42422 for all three).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurity>,
 }
 
 /// Where an upgrade is. Empty in steady state.

@@ -11,6 +11,7 @@ use super::{filters, paste};
 use crate::service::OpenStackService;
 use crate::service::ini::{self, ManagedOption, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
+use crate::service::secret_options;
 use crate::service::status::EXTRA_CONFIG;
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
@@ -89,6 +90,11 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
                     managed.set_from
                 ));
             }
+            if let Some(by) = secret_options::set_by(&spec.secret_options, &backend.name, option) {
+                violations.push(format!(
+                    "{field}[{option:?}]: set by {by}; remove it from the back end's options"
+                ));
+            }
         }
     }
     violations
@@ -101,6 +107,10 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, 
     let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
     refused.extend(backend_violations(spec));
     refused.extend(backup_violations(spec));
+    refused.extend(secret_options::violations::<Cinder>(
+        &spec.secret_options,
+        &spec.extra_config,
+    ));
     if !refused.is_empty() {
         return Err(refused);
     }

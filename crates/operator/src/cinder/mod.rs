@@ -28,19 +28,26 @@ impl OpenStackService for Cinder {
         config::HOST,
         config::API_PASTE_CONFIG,
     ];
+    const ENVIRONMENT_OPTIONS: &'static [ManagedOption] = &[
+        DATABASE_CONNECTION,
+        TRANSPORT_URL,
+        ENABLED_BACKENDS,
+        config::HOST,
+    ];
+    const DEFAULT_UID: i64 = 42407;
 
     fn profile() -> Profile {
         profile::profile()
     }
 
     fn spec_view(&self) -> SpecView {
-        let mut view = status::spec_view(
+        let mut view = status::spec_view::<Self>(
             self.metadata.generation,
             &self.spec.open_stack_release,
             &self.spec.image.to_image_spec(),
             ratchet_release::ImageLayout::Reference,
             &self.spec.extra_config,
-            Self::MANAGED_OPTIONS,
+            &self.spec.secret_options,
         );
         // The back ends' options are written into cinder.conf too.
         view.invalid_config
@@ -107,6 +114,29 @@ impl OpenStackService for Cinder {
         }
         violations
     }
+
+    fn warnings(&self) -> Vec<String> {
+        volume_names_privileged(self)
+            .map(|name| format!(
+                "spec.volumeBackends[{name:?}].privileged: its cinder-volume pods run as root, privileged, with privilege escalation allowed"
+            ))
+            .collect()
+    }
+}
+
+/// `[DEFAULT] enabled_backends`: each volume Deployment serves its own back end
+/// through the environment, so no secret option may set it.
+const ENABLED_BACKENDS: ManagedOption = ManagedOption {
+    section: "DEFAULT",
+    option: "enabled_backends",
+    set_from: "spec.volumeBackends (each volume Deployment's own back end)",
+};
+
+/// The names of the back ends that opted in to privilege, each once.
+fn volume_names_privileged(cinder: &Cinder) -> impl Iterator<Item = String> + '_ {
+    profile::volume_names(cinder)
+        .into_iter()
+        .filter(|name| profile::privileged(cinder, name))
 }
 
 #[cfg(test)]

@@ -2,12 +2,15 @@
 //! roll order (scheduler → every volume back end → backup → api).
 
 use ratchet_api::cinder::v1beta1::Cinder;
+use ratchet_api::common::PodSecurity;
 
 pub use ratchet_phase_machine::profiles::cinder::{CONFIG_DIR, SERVICE, profile};
 
 use super::{config, filters, paste};
+use crate::service::OpenStackService;
 use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
 use crate::service::readiness;
+use crate::service::secret_options;
 
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
 pub const CONFIG_FILE: &str = "cinder.conf";
@@ -86,6 +89,17 @@ pub fn volume_names(cinder: &Cinder) -> Vec<String> {
     names.into_iter().map(str::to_owned).collect()
 }
 
+/// Whether the back end `name` opted in to privilege (the first back end of a
+/// repeated name wins, as in `cinder.conf`).
+pub fn privileged(cinder: &Cinder, name: &str) -> bool {
+    cinder
+        .spec
+        .volume_backends
+        .iter()
+        .find(|v| v.name == name)
+        .is_some_and(|v| v.privileged)
+}
+
 /// The workloads a Cinder asks for, in roll order.
 pub fn roles(cinder: &Cinder) -> Vec<Role> {
     let mut roles = vec![Role::Scheduler];
@@ -150,6 +164,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         claims,
         readiness,
         pre_stop_sleep_seconds: (*role == Role::Api).then_some(API_DRAIN_SECONDS),
+        privileged: matches!(role, Role::Volume(backend) if privileged(cinder, backend)),
     }
 }
 
@@ -168,6 +183,8 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         ],
         state_dir: "/var/lib/cinder",
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
+        secret_options: secret_options::environment(&cinder.spec.secret_options),
+        identity: PodSecurity::identity(cinder.spec.security_context.as_ref(), Cinder::DEFAULT_UID),
         workloads: roles(cinder)
             .iter()
             .map(|role| workload(cinder, name, role))
@@ -178,51 +195,253 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::{Value, json};
 
-    fn cinder() -> Cinder {
-        serde_json::from_value(serde_json::json!({
+    use super::*;
+    use crate::service::render::{self, JobSpec, Owner, PodParams};
+
+    fn cinder(spec: Value) -> Cinder {
+        let mut manifest = json!({
             "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
             "kind": "Cinder",
-            "metadata": { "name": "c", "namespace": "ns" },
+            "metadata": { "name": "c", "namespace": "ns", "uid": "u-1" },
             "spec": {
                 "openStackRelease": "2026.1",
                 "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
                 "database": { "secretName": "db", "key": "connection" },
                 "transport": { "secretName": "mq", "key": "url" },
-                "backup": { "posixVolumeClaim": "backups" },
-                "volumeBackends": [{ "name": "fake" }],
+                "volumeBackends": [
+                    { "name": "lvm", "privileged": true,
+                      "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } },
+                    { "name": "nfs" },
+                ],
             }
-        }))
-        .expect("cinder")
+        });
+        if let (Some(target), Value::Object(extra)) = (manifest["spec"].as_object_mut(), spec) {
+            target.extend(extra);
+        }
+        serde_json::from_value(manifest).expect("cinder")
+    }
+
+    /// Every workload's rendered object, by name, and the db-sync Job's.
+    fn rendered(cinder: &Cinder) -> (Vec<(String, Value)>, Value) {
+        let owner = Owner::of(SERVICE, cinder).expect("owner");
+        let model = model(cinder, "c");
+        let params = PodParams {
+            image: "cinder:2026.1",
+            installed_release: "2026.1",
+            pin: None,
+            config_hash: "h",
+            installed_release_annotation: Cinder::INSTALLED_RELEASE_ANNOTATION,
+        };
+        let workloads = model
+            .workloads
+            .iter()
+            .map(|w| {
+                let object = render::workload(&owner, &model, w, &params).expect("renders");
+                (w.name.clone(), object)
+            })
+            .collect();
+        let command = vec!["cinder-manage".to_string()];
+        let job = render::job(
+            &owner,
+            &model,
+            &JobSpec {
+                suffix: "db-sync",
+                image: "cinder:2026.1",
+                command: &command,
+                spec_hash: "h",
+                backoff_limit: 4,
+                fail_fast_exit_codes: &[],
+            },
+        )
+        .expect("renders");
+        (workloads, serde_json::to_value(job).expect("job"))
+    }
+
+    fn pod(object: &Value) -> &Value {
+        &object["spec"]["template"]["spec"]
+    }
+
+    #[test]
+    fn only_the_privileged_back_end_runs_as_root_with_privilege() {
+        let (workloads, job) = rendered(&cinder(json!({})));
+        let names: Vec<&str> = workloads.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "c-scheduler",
+                "c-volume-lvm",
+                "c-volume-nfs",
+                "c-backup",
+                "c"
+            ]
+        );
+        for (name, object) in &workloads {
+            let pod = pod(object);
+            let container = &pod["containers"][0]["securityContext"];
+            if name == "c-volume-lvm" {
+                assert_eq!(
+                    pod["securityContext"],
+                    json!({ "runAsNonRoot": false, "runAsUser": 0, "runAsGroup": 0 })
+                );
+                assert_eq!(
+                    *container,
+                    json!({
+                        "privileged": true, "allowPrivilegeEscalation": true,
+                        "runAsNonRoot": false, "runAsUser": 0,
+                    })
+                );
+            } else {
+                assert_eq!(
+                    pod["securityContext"],
+                    json!({
+                        "runAsNonRoot": true, "runAsUser": 42407, "runAsGroup": 42407,
+                        "fsGroup": 42407, "seccompProfile": { "type": "RuntimeDefault" },
+                    }),
+                    "{name}"
+                );
+                assert_eq!(container["allowPrivilegeEscalation"], false, "{name}");
+                assert_eq!(container["capabilities"], json!({ "drop": ["ALL"] }));
+                assert!(container.get("privileged").is_none(), "{name}");
+            }
+        }
+        assert_eq!(pod(&job)["securityContext"]["runAsUser"], 42407);
+        assert_eq!(
+            pod(&job)["containers"][0]["securityContext"]["allowPrivilegeEscalation"],
+            false
+        );
+        let warnings = cinder(json!({})).warnings();
+        assert_eq!(
+            warnings,
+            [
+                "spec.volumeBackends[\"lvm\"].privileged: its cinder-volume pods run as root, privileged, with privilege escalation allowed"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_security_context_sets_the_user_and_groups_of_every_pod_and_job() {
+        let (workloads, job) = rendered(&cinder(json!({
+            "securityContext": { "runAsUser": 1000, "fsGroup": 3000 },
+        })));
+        for object in workloads
+            .iter()
+            .filter(|(n, _)| n != "c-volume-lvm")
+            .map(|(_, o)| o)
+            .chain([&job])
+        {
+            let security = &pod(object)["securityContext"];
+            assert_eq!(
+                (
+                    &security["runAsUser"],
+                    &security["runAsGroup"],
+                    &security["fsGroup"]
+                ),
+                (&json!(1000), &json!(1000), &json!(3000)),
+                "{object}"
+            );
+        }
+    }
+
+    #[test]
+    fn secret_options_reach_every_pod_and_job_from_their_secret_and_never_the_file() {
+        let spec = json!({
+            "secretOptions": [
+                { "section": "lvm", "option": "chap-password", "secretName": "lvm-chap", "key": "password" },
+                { "section": "keystone_authtoken", "option": "password", "secretName": "ks", "key": "password" },
+            ],
+        });
+        let cinder = cinder(spec);
+        let (workloads, job) = rendered(&cinder);
+        let expected = [
+            json!({ "name": "OS_KEYSTONE_AUTHTOKEN__PASSWORD",
+                    "valueFrom": { "secretKeyRef": { "name": "ks", "key": "password" } } }),
+            json!({ "name": "OS_LVM__CHAP_PASSWORD",
+                    "valueFrom": { "secretKeyRef": { "name": "lvm-chap", "key": "password" } } }),
+        ];
+        for object in workloads.iter().map(|(_, o)| o).chain([&job]) {
+            let env = pod(object)["containers"][0]["env"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for e in &expected {
+                assert!(env.contains(e), "{e} missing in {env:?}");
+            }
+        }
+        let text = model(&cinder, "c").config.expect("renders");
+        assert!(!text.contains("password"), "{text}");
+
+        // Which options come from which Secret keys is part of the configuration.
+        let plain = model(&self::cinder(json!({})), "c");
+        let with = model(&cinder, "c");
+        let same = plain.config.clone().expect("renders");
+        assert_ne!(plain.config_hash(&same), with.config_hash(&same));
+        assert_eq!(
+            plain.config_hash(&same),
+            ratchet_phase_machine::hash::content_hash(same.as_bytes())
+        );
+    }
+
+    #[test]
+    fn an_option_both_in_extra_config_or_a_back_end_and_from_a_secret_is_not_rendered() {
+        let conflicting = cinder(json!({
+            "secretOptions": [
+                { "section": "keystone_authtoken", "option": "password", "secretName": "ks", "key": "password" },
+                { "section": "lvm", "option": "volume_driver", "secretName": "lvm", "key": "driver" },
+            ],
+            "extraConfig": { "keystone_authtoken": { "password": "plain" } },
+        }));
+        let refused = model(&conflicting, "c").config.expect_err("refused");
+        assert_eq!(
+            refused,
+            [
+                "spec.volumeBackends[\"lvm\"].options[\"volume_driver\"]: set by spec.secretOptions[\"lvm\"][\"volume_driver\"] (Secret \"lvm\", key \"driver\"); remove it from the back end's options",
+                "spec.extraConfig.keystone_authtoken.password: set by spec.secretOptions[\"keystone_authtoken\"][\"password\"] (Secret \"ks\", key \"password\"); remove it from extraConfig",
+            ]
+        );
+        // Admission refuses with the same messages.
+        let mut admitted = crate::webhooks::validation::validate(&conflicting, None);
+        admitted.sort();
+        let mut expected = refused.clone();
+        expected.sort();
+        assert_eq!(admitted, expected);
+
+        let enabled = cinder(json!({
+            "secretOptions": [
+                { "section": "DEFAULT", "option": "enabled-backends", "secretName": "x", "key": "y" },
+            ],
+        }));
+        assert!(model(&enabled, "c").config.is_err());
     }
 
     #[test]
     fn every_workload_has_a_readiness_check_of_its_own_service() {
-        let model = model(&cinder(), "c");
+        let model = model(
+            &cinder(json!({ "backup": { "posixVolumeClaim": "backups" } })),
+            "c",
+        );
         let checks: Vec<(&str, String)> = model
             .workloads
             .iter()
             .map(|w| (w.name.as_str(), w.readiness.command[2..].join(" ")))
             .collect();
+        let heartbeat = |binary: &str, host: &str| {
+            format!("heartbeat services 60 binary={binary} host={host} deleted=0")
+        };
         assert_eq!(
             checks,
             [
+                ("c-scheduler", heartbeat("cinder-scheduler", "c-scheduler")),
                 (
-                    "c-scheduler",
-                    "heartbeat services 60 binary=cinder-scheduler host=c-scheduler deleted=0"
-                        .to_string()
+                    "c-volume-lvm",
+                    heartbeat("cinder-volume", "c-volume-lvm@lvm")
                 ),
                 (
-                    "c-volume-fake",
-                    "heartbeat services 60 binary=cinder-volume host=c-volume-fake@fake deleted=0"
-                        .to_string()
+                    "c-volume-nfs",
+                    heartbeat("cinder-volume", "c-volume-nfs@nfs")
                 ),
-                (
-                    "c-backup",
-                    "heartbeat services 60 binary=cinder-backup host=c-backup deleted=0"
-                        .to_string()
-                ),
+                ("c-backup", heartbeat("cinder-backup", "c-backup")),
                 ("c", "http 8776 /v3/".to_string()),
             ]
         );
@@ -230,7 +449,10 @@ mod tests {
 
     #[test]
     fn scheduler_and_backup_register_one_host_and_only_the_api_drains() {
-        let model = model(&cinder(), "c");
+        let model = model(
+            &cinder(json!({ "backup": { "posixVolumeClaim": "backups" } })),
+            "c",
+        );
         let host = |name: &str| {
             model
                 .workload(name)

@@ -8,12 +8,17 @@ use ratchet_api::ironic::v1alpha1::{Ironic, IronicSpec};
 use crate::service::OpenStackService;
 use crate::service::ini::{self, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL};
+use crate::service::secret_options;
 use crate::service::status::EXTRA_CONFIG;
 
 /// The file, or why it cannot be written: the entries of `extraConfig` that
 /// oslo.config would read otherwise than written (nothing is rendered then).
 pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, Vec<String>> {
-    let refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
+    let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
+    refused.extend(secret_options::violations::<Ironic>(
+        &spec.secret_options,
+        &spec.extra_config,
+    ));
     if !refused.is_empty() {
         return Err(refused);
     }

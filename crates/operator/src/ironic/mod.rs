@@ -23,19 +23,20 @@ impl OpenStackService for Ironic {
     const CHECK_REPORTED_ANNOTATION: &'static str = "ironic.c5c3.io/last-upgrade-check-job-uid";
     const MANAGED_OPTIONS: &'static [ManagedOption] =
         &[DATABASE_CONNECTION, TRANSPORT_URL, PIN_RELEASE_VERSION];
+    const DEFAULT_UID: i64 = 42422;
 
     fn profile() -> Profile {
         ratchet_phase_machine::profiles::ironic::profile()
     }
 
     fn spec_view(&self) -> SpecView {
-        status::spec_view(
+        status::spec_view::<Self>(
             self.metadata.generation,
             &self.spec.open_stack_release,
             &self.spec.image,
             ratchet_release::ImageLayout::Flat,
             &self.spec.extra_config,
-            Self::MANAGED_OPTIONS,
+            &self.spec.secret_options,
         )
     }
 

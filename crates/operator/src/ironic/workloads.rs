@@ -1,11 +1,14 @@
 //! Ironic's workloads in roll order: conductors first, then the API, so a new
 //! API microversion is only exposed once conductors can serve it.
 
+use ratchet_api::common::PodSecurity;
 use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::{CONFIG_DIR, config};
+use crate::service::OpenStackService;
 use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
 use crate::service::readiness::{self, OWN_HOSTNAME};
+use crate::service::secret_options;
 
 pub const CONFIG_FILE: &str = "ironic.conf";
 pub const API_PORT: i32 = 6385;
@@ -24,6 +27,8 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         support_files: vec![readiness::script()],
         state_dir: "/var/lib/ironic",
         secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport),
+        secret_options: secret_options::environment(&spec.secret_options),
+        identity: PodSecurity::identity(spec.security_context.as_ref(), Ironic::DEFAULT_UID),
         workloads: vec![
             // Conductors register their host names in the database: stable
             // identities, so a StatefulSet.
@@ -47,6 +52,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                     &[("hostname", OWN_HOSTNAME), ("online", "1")],
                 ),
                 pre_stop_sleep_seconds: None,
+                privileged: false,
             },
             WorkloadModel {
                 name: format!("{name}-api"),
@@ -61,8 +67,61 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 claims: Vec::new(),
                 readiness: readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
                 pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
+                privileged: false,
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::service::render::{self, Owner, PodParams};
+
+    #[test]
+    fn every_ironic_pod_runs_as_ironic_and_reads_its_secret_options() {
+        let ironic: Ironic = serde_json::from_value(json!({
+            "apiVersion": "ironic.openstack.c5c3.io/v1alpha1",
+            "kind": "Ironic",
+            "metadata": { "name": "i", "namespace": "ns", "uid": "u-1" },
+            "spec": {
+                "openStackRelease": "2026.1",
+                "image": { "repository": "ironic", "tag": "2026.1" },
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+                "secretOptions": [
+                    { "section": "json_rpc", "option": "password", "secretName": "rpc", "key": "pw" },
+                ],
+            }
+        }))
+        .expect("ironic");
+        let owner = Owner::of(crate::ironic::SERVICE, &ironic).expect("owner");
+        let model = model(&ironic, "i");
+        let params = PodParams {
+            image: "ironic:2026.1",
+            installed_release: "2026.1",
+            pin: Some("2026.1"),
+            config_hash: "h",
+            installed_release_annotation: Ironic::INSTALLED_RELEASE_ANNOTATION,
+        };
+        for workload in &model.workloads {
+            let object = render::workload(&owner, &model, workload, &params).expect("renders");
+            let pod = &object["spec"]["template"]["spec"];
+            assert_eq!(pod["securityContext"]["runAsUser"], 42422, "{object}");
+            assert_eq!(pod["securityContext"]["fsGroup"], 42422);
+            let env = pod["containers"][0]["env"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                env.contains(&json!({ "name": "OS_JSON_RPC__PASSWORD",
+                    "valueFrom": { "secretKeyRef": { "name": "rpc", "key": "pw" } } })),
+                "{env:?}"
+            );
+        }
+        assert!(!model.config.expect("renders").contains("password"));
     }
 }

@@ -24,9 +24,15 @@ impl ManagedOption {
     /// Whether `section`/`option` of a file names this option (oslo.config
     /// treats `-` and `_` in option names alike; case is not trusted either).
     pub fn named_by(&self, section: &str, option: &str) -> bool {
-        let normal = |s: &str| s.to_ascii_lowercase().replace('-', "_");
-        section.eq_ignore_ascii_case(self.section) && normal(option) == normal(self.option)
+        same_option((section, option), (self.section, self.option))
     }
+}
+
+/// Whether two section/option pairs name one option (oslo.config treats `-`
+/// and `_` in option names alike; case is not trusted either).
+pub fn same_option(a: (&str, &str), b: (&str, &str)) -> bool {
+    let normal = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    a.0.eq_ignore_ascii_case(b.0) && normal(a.1) == normal(b.1)
 }
 
 pub const DATABASE_CONNECTION: ManagedOption = ManagedOption {

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod readiness;
 mod reconcile;
 pub mod render;
+pub mod secret_options;
 mod stall;
 pub mod status;
 
@@ -61,6 +62,11 @@ pub trait OpenStackService:
     const CHECK_REPORTED_ANNOTATION: &'static str;
     /// Configuration options Ratchet sets itself; `extraConfig` may not name them.
     const MANAGED_OPTIONS: &'static [ini::ManagedOption];
+    /// Options Ratchet sets through the pods' environment; `spec.secretOptions`
+    /// may not name them (one variable, one owner).
+    const ENVIRONMENT_OPTIONS: &'static [ini::ManagedOption] = Self::MANAGED_OPTIONS;
+    /// The uid its pods run as unless `spec.securityContext` says otherwise.
+    const DEFAULT_UID: i64;
 
     fn profile() -> Profile;
     fn spec_view(&self) -> SpecView;
@@ -73,6 +79,11 @@ pub trait OpenStackService:
     /// Service-specific reasons admission refuses the resource (the release
     /// and image rules are shared).
     fn violations(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What admission admits but tells the client about (e.g. a privileged
+    /// workload): `kubectl` prints these as warnings.
+    fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
 }

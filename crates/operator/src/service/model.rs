@@ -1,13 +1,14 @@
 //! What a service asks the cluster for, as data: the configuration file, the
-//! Secrets its processes read, and its workloads in roll order. Each service
-//! builds a [`ServiceModel`] from its resource; rendering and observing are
-//! shared.
+//! Secrets its processes read, the user its pods run as, and its workloads in
+//! roll order. Each service builds a [`ServiceModel`] from its resource;
+//! rendering and observing are shared.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
-use ratchet_api::common::SecretKeyRef;
+use ratchet_api::common::{PodIdentity, SecretKeyRef};
 use ratchet_phase_machine::WorkloadId;
+use ratchet_phase_machine::hash::content_hash;
 
 /// Environment variables oslo.config maps onto options; they take precedence
 /// over configuration files, so Secrets never appear in a ConfigMap.
@@ -19,7 +20,7 @@ pub const ENV_PIN_RELEASE_VERSION: &str = "OS_DEFAULT__PIN_RELEASE_VERSION";
 /// An environment variable filled from a Secret key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SecretEnv {
-    pub env: &'static str,
+    pub env: String,
     pub source: SecretKeyRef,
 }
 
@@ -71,6 +72,10 @@ pub struct WorkloadModel {
     /// Seconds a terminating pod keeps serving before its process is asked to
     /// stop, so clients see it leave the Service's endpoints first.
     pub pre_stop_sleep_seconds: Option<i32>,
+    /// Whether its pods run as root, privileged, with privilege escalation
+    /// allowed (a Cinder back end that opted in: rootwrap, LVM) instead of
+    /// restricted as the model's [`PodIdentity`].
+    pub privileged: bool,
 }
 
 /// Everything the shared controller renders for one resource.
@@ -88,7 +93,12 @@ pub struct ServiceModel {
     pub support_files: Vec<(&'static str, String)>,
     /// A writable directory for the service's state (lock files, caches).
     pub state_dir: &'static str,
+    /// The database and message bus URLs.
     pub secrets: Vec<SecretEnv>,
+    /// Options set from Secrets (`spec.secretOptions`), by variable name.
+    pub secret_options: Vec<SecretEnv>,
+    /// The user and groups its pods run as (unless privileged).
+    pub identity: PodIdentity,
     /// In roll order.
     pub workloads: Vec<WorkloadModel>,
     /// Seconds a rollout may make no progress before it counts as stalled.
@@ -121,15 +131,37 @@ impl ServiceModel {
         self.workloads.iter().find(|w| w.name == name)
     }
 
+    /// Every variable filled from a Secret key.
+    pub fn all_secrets(&self) -> impl Iterator<Item = &SecretEnv> {
+        self.secrets.iter().chain(&self.secret_options)
+    }
+
+    /// The hash of the configuration the processes read: the rendered `text`
+    /// and, when there are any, which options come from which Secret keys (so a
+    /// change to them re-runs the sync Job, as a change to the file does).
+    pub fn config_hash(&self, text: &str) -> String {
+        if self.secret_options.is_empty() {
+            return content_hash(text.as_bytes());
+        }
+        let mut identity = text.to_string();
+        for s in &self.secret_options {
+            identity.push_str(&format!(
+                "\0{}={}/{}",
+                s.env, s.source.secret_name, s.source.key
+            ));
+        }
+        content_hash(identity.as_bytes())
+    }
+
     /// The database and message bus URLs, from the resource's Secret references.
     pub fn standard_secrets(database: &SecretKeyRef, transport: &SecretKeyRef) -> Vec<SecretEnv> {
         vec![
             SecretEnv {
-                env: ENV_DATABASE_CONNECTION,
+                env: ENV_DATABASE_CONNECTION.to_string(),
                 source: database.clone(),
             },
             SecretEnv {
-                env: ENV_TRANSPORT_URL,
+                env: ENV_TRANSPORT_URL.to_string(),
                 source: transport.clone(),
             },
         ]

@@ -68,7 +68,9 @@ pub async fn observe<S: OpenStackService>(
     model: &ServiceModel,
     config_hash: String,
 ) -> Result<(Observed, Children)> {
-    let secret_refs: Vec<&SecretKeyRef> = model.secrets.iter().map(|s| &s.source).collect();
+    let mut secret_refs: Vec<&SecretKeyRef> = model.all_secrets().map(|s| &s.source).collect();
+    secret_refs.sort_by(|a, b| (&a.secret_name, &a.key).cmp(&(&b.secret_name, &b.key)));
+    secret_refs.dedup();
     let missing_secrets = missing_secrets(ctx, &owner.namespace, secret_refs).await?;
     let (service, namespace, name) = (S::SERVICE, owner.namespace.as_str(), owner.name.as_str());
     let jobs: BTreeMap<String, Arc<Job>> = owned_by(&caches.jobs, service, namespace, name)

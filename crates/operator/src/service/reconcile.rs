@@ -94,7 +94,7 @@ impl<S: OpenStackService> Pass<S> {
         // A configuration the renderer refused is not written: the machine sees
         // the refusal (InvalidConfig) and creates nothing that would mount it.
         let files = model.files();
-        let config_hash = content_hash(serde_json::to_string(&files)?.as_bytes());
+        let config_hash = model.config_hash(&serde_json::to_string(&files)?);
         let config_map = files
             .map(|files| render::config_map(&owner, &files))
             .transpose()?;

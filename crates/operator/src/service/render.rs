@@ -96,10 +96,37 @@ fn restricted_container_security() -> Value {
     })
 }
 
+/// A workload that opted in to privilege (a Cinder LVM back end): rootwrap runs
+/// `sudo`, which needs privilege escalation, and LVM needs the host's devices.
+/// A privileged container runs unconfined by seccomp whatever it asks for.
+fn privileged_container_security() -> Value {
+    json!({
+        "privileged": true,
+        "allowPrivilegeEscalation": true,
+        "runAsNonRoot": false,
+        "runAsUser": 0,
+    })
+}
+
+/// The pod's security context: the model's user and groups, or root for a
+/// privileged workload.
+fn pod_security(model: &ServiceModel, privileged: bool) -> Value {
+    if privileged {
+        return json!({ "runAsNonRoot": false, "runAsUser": 0, "runAsGroup": 0 });
+    }
+    let identity = &model.identity;
+    json!({
+        "runAsNonRoot": true,
+        "runAsUser": identity.run_as_user,
+        "runAsGroup": identity.run_as_group,
+        "fsGroup": identity.fs_group,
+        "seccompProfile": { "type": "RuntimeDefault" },
+    })
+}
+
 fn secret_env(model: &ServiceModel) -> Vec<Value> {
     model
-        .secrets
-        .iter()
+        .all_secrets()
         .map(|s| {
             json!({
                 "name": s.env,
@@ -109,11 +136,11 @@ fn secret_env(model: &ServiceModel) -> Vec<Value> {
         .collect()
 }
 
-fn pod_spec(owner: &Owner, container: Value, restart_policy: &str) -> Value {
+fn pod_spec(owner: &Owner, security: Value, container: Value, restart_policy: &str) -> Value {
     json!({
         "restartPolicy": restart_policy,
         "enableServiceLinks": false,
-        "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+        "securityContext": security,
         "containers": [container],
         "volumes": [
             { "name": "config", "configMap": { "name": owner.config_map_name() } },
@@ -167,7 +194,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
             "backoffLimit": spec.backoff_limit,
             "template": {
                 "metadata": { "labels": owner.labels(suffix) },
-                "spec": pod_spec(owner, container, "Never"),
+                "spec": pod_spec(owner, pod_security(model, false), container, "Never"),
             }
         }
     });
@@ -240,7 +267,11 @@ pub fn workload(
         "command": workload.command,
         "env": env,
         "volumeMounts": volume_mounts,
-        "securityContext": restricted_container_security(),
+        "securityContext": if workload.privileged {
+            privileged_container_security()
+        } else {
+            restricted_container_security()
+        },
         "terminationMessagePolicy": "FallbackToLogsOnError",
     });
     if let Some(resources) = &workload.resources {
@@ -264,7 +295,12 @@ pub fn workload(
         container["lifecycle"] = json!({ "preStop": { "sleep": { "seconds": seconds } } });
     }
     let selector = owner.labels(&workload.component);
-    let mut spec = pod_spec(owner, container, "Always");
+    let mut spec = pod_spec(
+        owner,
+        pod_security(model, workload.privileged),
+        container,
+        "Always",
+    );
     if let Some(volumes) = spec["volumes"].as_array_mut() {
         volumes.extend(claim_volumes);
     }

@@ -3,13 +3,14 @@
 //! these conversions are shared.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use ratchet_api::common::ImageSpec;
+use ratchet_api::common::{ImageSpec, SecretOption};
 use ratchet_phase_machine::{ConditionState, DesiredStatus, SpecView, StatusView};
 use ratchet_release::ImageLayout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::ini::{ManagedOption, Sections, managed_option_violations, unsafe_entries};
+use super::ini::{Sections, managed_option_violations, unsafe_entries};
+use super::secret_options;
 
 /// A phase enum's stored name (`""` for none).
 pub fn phase_name<P: Serialize>(phase: &P) -> String {
@@ -27,23 +28,29 @@ pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
 /// The field every service's extra configuration is in.
 pub const EXTRA_CONFIG: &str = "spec.extraConfig";
 
-/// The spec as the machine sees it: every service has a release, an image and
+/// The spec as the machine sees it: every service has a release, an image,
 /// extra configuration, which may not name the options Ratchet sets itself nor
 /// hold text oslo.config would read otherwise than written
-/// ([`unsafe_entries`]). A service adds what else it writes into its file.
-pub fn spec_view(
+/// ([`unsafe_entries`]), and options set from Secrets, which must each have a
+/// variable of their own and may not be set by extra configuration too. A
+/// service adds what else it writes into its file.
+pub fn spec_view<S: super::OpenStackService>(
     generation: Option<i64>,
     release: &str,
     image: &ImageSpec,
     image_layout: ImageLayout,
     extra_config: &Sections,
-    managed: &[ManagedOption],
+    secret_options: &[SecretOption],
 ) -> SpecView {
     SpecView {
         image_layout,
-        invalid_config: managed_option_violations(extra_config, managed)
+        invalid_config: managed_option_violations(extra_config, S::MANAGED_OPTIONS)
             .into_iter()
             .chain(unsafe_entries(EXTRA_CONFIG, extra_config))
+            .chain(secret_options::violations::<S>(
+                secret_options,
+                extra_config,
+            ))
             .collect(),
         generation: generation.unwrap_or_default(),
         release: release.to_string(),

@@ -17,7 +17,12 @@ use crate::service::OpenStackService;
 /// - A release older than `status.installedRelease` is refused (a downgrade),
 ///   whether or not an upgrade is active. Moving back to the installed release
 ///   itself is the abort and is admitted.
+/// - `spec.secretOptions` must each name an option with an environment variable
+///   of its own, none of the options Ratchet sets through the environment, and
+///   none that `extraConfig` (or a Cinder back end's `options`) sets too.
 /// - Whatever the service itself refuses ([`OpenStackService::violations`]).
+///
+/// What it admits but warns about is [`OpenStackService::warnings`].
 pub fn validate<S: OpenStackService>(new: &S, old: Option<&S>) -> Vec<String> {
     let mut violations = Vec::new();
     let spec = new.spec_view();
