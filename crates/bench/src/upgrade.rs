@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use futures::{StreamExt, stream};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -50,23 +50,49 @@ fn phase_name(c: &Cinder) -> Option<(String, String)> {
     Some((phase, s.installed_release.clone()))
 }
 
-fn rolled_out(d: &Deployment) -> bool {
-    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    d.status.as_ref().is_some_and(|s| {
-        s.observed_generation == d.metadata.generation
-            && s.updated_replicas == Some(want)
-            && s.available_replicas == Some(want)
-            && s.replicas == Some(want)
-    })
-}
-
-fn image(d: &Deployment) -> String {
-    d.spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
+/// A workload's name, image and whether it is completely rolled out, for either
+/// kind (Cinder's API is a Deployment, its other services StatefulSets).
+fn workload_state(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    template: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>,
+    want: i32,
+    counts: [Option<i32>; 3],
+    observed_generation: Option<i64>,
+) -> (String, String, bool) {
+    let image = template
+        .and_then(|t| t.spec.as_ref())
         .and_then(|p| p.containers.first())
         .and_then(|c| c.image.clone())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let done = observed_generation == meta.generation && counts.iter().all(|c| *c == Some(want));
+    (meta.name.clone().unwrap_or_default(), image, done)
+}
+
+fn deployment_state(d: &Deployment) -> (String, String, bool) {
+    let s = d.status.clone().unwrap_or_default();
+    workload_state(
+        &d.metadata,
+        d.spec.as_ref().map(|s| &s.template),
+        d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        [s.updated_replicas, s.available_replicas, s.replicas],
+        s.observed_generation,
+    )
+}
+
+fn stateful_set_state(set: &StatefulSet) -> (String, String, bool) {
+    let s = set.status.clone().unwrap_or_default();
+    let (name, image, counted) = workload_state(
+        &set.metadata,
+        set.spec.as_ref().map(|s| &s.template),
+        set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        [s.updated_replicas, s.available_replicas, Some(s.replicas)],
+        s.observed_generation,
+    );
+    (
+        name,
+        image,
+        counted && s.current_revision == s.update_revision,
+    )
 }
 
 /// Watches Jobs, Deployments and the Cinder in `ns`, timestamping what matters.
@@ -96,22 +122,28 @@ async fn record(
         done.then(|| Seen::JobComplete(j.metadata.name.clone().unwrap_or_default()))
     })
     .boxed();
+    let seen = |(name, image, done): (String, String, bool)| {
+        let mut out = vec![Seen::TemplateChanged(name.clone(), image.clone())];
+        if done {
+            out.push(Seen::RolloutComplete(format!("{name}@{image}")));
+        }
+        stream::iter(out)
+    };
     let deployments = watcher::watcher(
         Api::<Deployment>::namespaced(client.clone(), &ns),
         watcher::Config::default(),
     )
     .applied_objects()
-    .flat_map(|d| {
-        let mut out = Vec::new();
-        if let Ok(d) = d {
-            let name = d.metadata.name.clone().unwrap_or_default();
-            out.push(Seen::TemplateChanged(name.clone(), image(&d)));
-            if rolled_out(&d) {
-                out.push(Seen::RolloutComplete(format!("{name}@{}", image(&d))));
-            }
-        }
-        stream::iter(out)
-    })
+    .filter_map(|d| async move { d.ok() })
+    .flat_map(move |d| seen(deployment_state(&d)))
+    .boxed();
+    let sets = watcher::watcher(
+        Api::<StatefulSet>::namespaced(client.clone(), &ns),
+        watcher::Config::default(),
+    )
+    .applied_objects()
+    .filter_map(|s| async move { s.ok() })
+    .flat_map(move |s| seen(stateful_set_state(&s)))
     .boxed();
     let cinders = watcher::watcher(
         Api::<Cinder>::namespaced(client, &ns),
@@ -120,7 +152,7 @@ async fn record(
     .applied_objects()
     .filter_map(|c| async move { phase_name(&c.ok()?).map(|(p, i)| Seen::Phase(p, i)) })
     .boxed();
-    let mut all = stream::select_all([jobs, deployments, cinders]).take_until(stop);
+    let mut all = stream::select_all([jobs, deployments, sets, cinders]).take_until(stop);
     let mut seen = Vec::new();
     while let Some(event) = all.next().await {
         seen.push((Instant::now(), event));

@@ -11,7 +11,6 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
 use common::{Harness, StatusRecorder, condition};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
 use kube::Api;
 use kube::api::PostParams;
@@ -132,16 +131,6 @@ async fn service_rows(h: &Harness, db: &Backing, label: &str) -> Result<Vec<Vec<
         .collect())
 }
 
-fn rolled_out(d: &Deployment) -> bool {
-    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let s = d.status.clone().unwrap_or_default();
-    s.observed_generation == d.metadata.generation
-        && s.updated_replicas.unwrap_or(0) == want
-        && s.ready_replicas.unwrap_or(0) == want
-        && s.available_replicas.unwrap_or(0) == want
-        && s.replicas.unwrap_or(0) == want
-}
-
 fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
@@ -216,7 +205,6 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     .await
     .context("upgrade")?;
     // The second roll: every workload rolled out on its current template.
-    let deployments = h.api::<Deployment>();
     for workload in [
         "cinder-scheduler",
         "cinder-volume-fake-a",
@@ -224,14 +212,8 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         "cinder-backup",
         "cinder",
     ] {
-        until(
-            &deployments,
-            workload,
-            UPGRADE_TIMEOUT,
-            "rolled out",
-            rolled_out,
-        )
-        .await?;
+        h.wait_workload(workload, "rolled out", UPGRADE_TIMEOUT, |w| w.complete)
+            .await?;
     }
     let upgrade_to = SystemTime::now();
     let tally = load.tally();
@@ -323,8 +305,9 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     ensure!(
         hosts
             == [
-                ("cinder-backup", "cinder-backup"),
-                ("cinder-scheduler", "cinder-scheduler"),
+                ("cinder-backup", "cinder-backup-0"),
+                ("cinder-scheduler", "cinder-scheduler-0"),
+                ("cinder-scheduler", "cinder-scheduler-1"),
                 ("cinder-volume", "cinder-volume-fake-a@fake-a"),
                 ("cinder-volume", "cinder-volume-fake-b@fake-b"),
             ],

@@ -7,27 +7,20 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use common::{Harness, TIMEOUT, cinder_manifest, condition};
+use common::{Harness, TIMEOUT, Workload, WorkloadChange, cinder_manifest, condition};
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher;
 use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
 
-fn image_of(d: &Deployment) -> String {
-    d.spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|p| p.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default()
+fn image_of(w: &Workload) -> String {
+    w.image()
 }
 
 fn job_image(j: &Job) -> String {
@@ -44,19 +37,18 @@ const REPO: &str = "registry.invalid/openstack/cinder";
 #[tokio::test]
 async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> Result<()> {
     let h = Harness::start("install").await?;
-    // Record the order in which Deployments appear: the watch must be running
-    // (initial list done) before the Cinder exists.
-    let deployments: Api<Deployment> = h.api();
-    let mut events = watcher::watcher(deployments.clone(), watcher::Config::default()).boxed();
-    loop {
+    // Record the order in which workloads appear: the watches must be running
+    // (initial lists done) before the Cinder exists.
+    let mut events = h.watch_workloads();
+    let mut listed = 0;
+    while listed < 2 {
         let event = tokio::time::timeout(TIMEOUT, events.next())
             .await?
             .context("watch ended")??;
-        if matches!(event, watcher::Event::InitDone) {
-            break;
+        if matches!(event, WorkloadChange::Listed) {
+            listed += 1;
         }
     }
-    let mut created = events.applied_objects().boxed();
     // The LVM back end opts in to the privilege rootwrap needs; nfs does not.
     let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &["lvm", "nfs"]);
     manifest["spec"]["volumeBackends"][0]["privileged"] = json!(true);
@@ -79,12 +71,13 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
 
     let mut order = Vec::new();
     while order.len() < 5 {
-        let d = tokio::time::timeout(TIMEOUT, created.next())
+        let event = tokio::time::timeout(TIMEOUT, events.next())
             .await?
             .context("watch ended")??;
-        let name = d.metadata.name.clone().unwrap_or_default();
-        if !order.contains(&name) {
-            order.push(name);
+        if let WorkloadChange::Applied(w) = event
+            && !order.contains(&w.name)
+        {
+            order.push(w.name.clone());
         }
     }
     ensure!(
@@ -155,7 +148,7 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         .as_ref()
         .and_then(|s| s.completion_time.clone())
         .context("completion")?;
-    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
+    for d in h.workloads().await?.into_values() {
         let created_at = d.metadata.creation_timestamp.clone().context("creation")?;
         ensure!(
             created_at.0
@@ -184,12 +177,8 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
 
     // Volume Deployments serve their own back end; API probes; restricted
     // security everywhere but the privileged back end.
-    let lvm = h.api::<Deployment>().get("c-volume-lvm").await?;
-    let pod = lvm
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.clone())
-        .context("pod spec")?;
+    let lvm = h.workload("c-volume-lvm").await?;
+    let pod = lvm.pod_spec();
     let privileged = pod.containers[0]
         .security_context
         .clone()
@@ -202,12 +191,12 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
             && pod_security.run_as_non_root == Some(false),
         "the LVM back end runs as root with privilege: {privileged:?} {pod_security:?}"
     );
-    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
-        let name = d.metadata.name.clone().unwrap_or_default();
+    for d in h.workloads().await?.into_values() {
+        let name = d.name.clone();
         if name == "c-volume-lvm" {
             continue;
         }
-        let pod = d.spec.and_then(|s| s.template.spec).context("pod spec")?;
+        let pod = d.pod_spec();
         let security = pod.security_context.clone().unwrap_or_default();
         let container = pod.containers[0]
             .security_context
@@ -241,25 +230,15 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
             .iter()
             .any(|m| m.mount_path == "/etc/cinder/cinder.conf.d")
     );
-    let release_annotation = |d: &Deployment| {
-        d.spec
-            .as_ref()
-            .and_then(|s| s.template.metadata.as_ref())
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get("cinder.c5c3.io/installed-release").cloned())
-    };
+    let release_annotation =
+        |w: &Workload| w.template_annotation("cinder.c5c3.io/installed-release");
     ensure!(release_annotation(&lvm).as_deref() == Some("2026.1"));
-    let api = h.api::<Deployment>().get("c").await?;
+    let api = h.workload("c").await?;
     ensure!(
         release_annotation(&api).is_none(),
         "the API carries no installed-release annotation"
     );
-    let api_container = &api
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.clone())
-        .context("api pod")?
-        .containers[0];
+    let api_container = &api.pod_spec().containers[0];
     ensure!(api_container.readiness_probe.is_some() && api_container.liveness_probe.is_some());
     h.api::<Service>().get("c").await?;
 
@@ -296,7 +275,7 @@ async fn patch_bump_reruns_db_sync_on_the_new_image_before_rolling() -> Result<(
         j.metadata.uid != first_uid && j.status.as_ref().and_then(|s| s.active) == Some(1)
     })
     .await?;
-    let scheduler = h.api::<Deployment>().get("c-scheduler").await?;
+    let scheduler = h.workload("c-scheduler").await?;
     ensure!(
         image_of(&scheduler) == format!("{REPO}:2026.1"),
         "rolled before the db-sync finished"
@@ -305,7 +284,7 @@ async fn patch_bump_reruns_db_sync_on_the_new_image_before_rolling() -> Result<(
     let ready = h.wait_ready("c").await?;
     ensure!(ready.status.as_ref().map(|s| s.installed_release.as_str()) == Some("2026.1"));
     ensure!(job_image(&jobs.get("c-db-sync").await?) == format!("{REPO}:2026.1-p1"));
-    for d in h.api::<Deployment>().list(&Default::default()).await?.items {
+    for d in h.workloads().await?.into_values() {
         ensure!(
             image_of(&d) == format!("{REPO}:2026.1-p1"),
             "{:?} not rolled",
@@ -486,15 +465,11 @@ async fn a_secret_option_reaches_the_pods_from_its_secret_once_it_exists() -> Re
     h.wait_ready("c").await?;
 
     let jobs = h.api::<Job>().list(&Default::default()).await?.items;
-    let deployments = h.api::<Deployment>().list(&Default::default()).await?.items;
+    let deployments = h.workloads().await?.into_values();
     let pods = jobs
         .iter()
         .filter_map(|j| j.spec.as_ref()?.template.spec.clone())
-        .chain(
-            deployments
-                .iter()
-                .filter_map(|d| d.spec.as_ref()?.template.spec.clone()),
-        )
+        .chain(deployments.map(|w| w.pod_spec()))
         .collect::<Vec<_>>();
     ensure!(
         pods.len() == 5,
@@ -563,8 +538,10 @@ async fn removing_a_back_end_removes_its_deployment_and_deleting_removes_all() -
         json!({ "spec": { "volumeBackends": [{ "name": "lvm", "options": { "volume_driver": "cinder.volume.drivers.lvm.LVMVolumeDriver" } }] } }),
     )
         .await?;
-    let deployments: Api<Deployment> = h.api();
-    until_deleted(&deployments, "c-volume-nfs", TIMEOUT).await?;
+    let sets: Api<StatefulSet> = h.api();
+    until_deleted(&sets, "c-volume-nfs", TIMEOUT).await?;
+    // Its headless Service goes with it.
+    until_deleted(&h.api::<Service>(), "c-volume-nfs", TIMEOUT).await?;
     let config = h.api::<ConfigMap>().get("c-config").await?;
     let conf = config
         .data
@@ -579,9 +556,10 @@ async fn removing_a_back_end_removes_its_deployment_and_deleting_removes_all() -
     h.api::<Cinder>()
         .delete("c", &DeleteParams::background())
         .await?;
-    for name in ["c-scheduler", "c-volume-lvm", "c-backup", "c"] {
-        until_deleted(&deployments, name, TIMEOUT).await?;
+    for name in ["c-scheduler", "c-volume-lvm", "c-backup"] {
+        until_deleted(&sets, name, TIMEOUT).await?;
     }
+    until_deleted(&h.api::<Deployment>(), "c", TIMEOUT).await?;
     until_deleted(&h.api::<Job>(), "c-db-sync", TIMEOUT).await?;
     until_deleted(&h.api::<ConfigMap>(), "c-config", TIMEOUT).await?;
     until_deleted(&h.api::<Service>(), "c", TIMEOUT).await?;

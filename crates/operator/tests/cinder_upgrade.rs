@@ -7,13 +7,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use common::{Harness, Log, StatusRecorder, TIMEOUT, cinder_manifest};
+use common::{Harness, Log, StatusRecorder, TIMEOUT, Workload, WorkloadChange, cinder_manifest};
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::runtime::watcher;
 use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::testing::settled_at;
 use ratchet_testenv::wait::{until, until_deleted};
@@ -89,15 +87,16 @@ struct RollRecorder {
 }
 
 impl RollRecorder {
-    async fn start(api: Api<Deployment>, order: Vec<String>) -> Result<RollRecorder> {
-        let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
-        let mut live: BTreeMap<String, Deployment> = BTreeMap::new();
-        loop {
+    async fn start(h: &Harness, order: Vec<String>) -> Result<RollRecorder> {
+        let mut stream = h.watch_workloads();
+        let mut live: BTreeMap<String, Workload> = BTreeMap::new();
+        let mut listed = 0;
+        while listed < 2 {
             match tokio::time::timeout(TIMEOUT, stream.next()).await? {
-                Some(Ok(watcher::Event::InitApply(d))) => {
-                    live.insert(d.metadata.name.clone().unwrap_or_default(), d);
+                Some(Ok(WorkloadChange::Applied(w))) => {
+                    live.insert(w.name.clone(), *w);
                 }
-                Some(Ok(watcher::Event::InitDone)) => break,
+                Some(Ok(WorkloadChange::Listed)) => listed += 1,
                 Some(_) => continue,
                 None => anyhow::bail!("watch ended"),
             }
@@ -106,41 +105,18 @@ impl RollRecorder {
         let violations = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let (c, v) = (changes.clone(), violations.clone());
         let task = tokio::spawn(async move {
-            let fingerprint = |d: &Deployment| {
-                let t = d
-                    .spec
-                    .as_ref()
-                    .map(|s| s.template.clone())
-                    .unwrap_or_default();
-                let image = t
-                    .spec
-                    .as_ref()
-                    .and_then(|p| p.containers.first())
-                    .and_then(|x| x.image.clone())
-                    .unwrap_or_default();
-                let release = t
-                    .metadata
-                    .as_ref()
-                    .and_then(|m| m.annotations.as_ref())
-                    .and_then(|a| a.get("cinder.c5c3.io/installed-release").cloned());
-                (image, release)
-            };
-            let complete = |d: &Deployment| {
-                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-                d.status.as_ref().is_some_and(|s| {
-                    s.observed_generation == d.metadata.generation
-                        && s.updated_replicas == Some(want)
-                        && s.ready_replicas == Some(want)
-                        && s.available_replicas == Some(want)
-                        && s.replicas == Some(want)
-                })
+            let fingerprint = |w: &Workload| {
+                (
+                    w.image(),
+                    w.template_annotation("cinder.c5c3.io/installed-release"),
+                )
             };
             while let Some(event) = stream.next().await {
-                let Ok(watcher::Event::Apply(d)) = event else {
+                let Ok(WorkloadChange::Applied(w)) = event else {
                     continue;
                 };
-                let name = d.metadata.name.clone().unwrap_or_default();
-                let new = fingerprint(&d);
+                let name = w.name.clone();
+                let new = fingerprint(&w);
                 let old = live.get(&name).map(fingerprint);
                 if old.as_ref() != Some(&new) {
                     // When a workload moves to a new image, every workload before it
@@ -154,7 +130,7 @@ impl RollRecorder {
                         for earlier in &order[..pos] {
                             let ok = live
                                 .get(earlier)
-                                .is_some_and(|e| fingerprint(e).0 == new.0 && complete(e));
+                                .is_some_and(|e| fingerprint(e).0 == new.0 && e.complete);
                             if !ok {
                                 v.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
                                     "{name} changed to {} before {earlier} was rolled out",
@@ -167,7 +143,7 @@ impl RollRecorder {
                         .unwrap_or_else(|p| p.into_inner())
                         .push((name.clone(), new.0, new.1));
                 }
-                live.insert(name, d);
+                live.insert(name, *w);
             }
         });
         Ok(RollRecorder {
@@ -215,27 +191,16 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let rolls = RollRecorder::start(h.api(), order.clone()).await?;
+    let rolls = RollRecorder::start(&h, order.clone()).await?;
     let statuses = StatusRecorder::start(h.api(), "c").await?;
     bump(&h, "2026.2").await?;
     let done = wait_installed(&h, "2026.2").await?;
     // The second roll finishes after promotion; wait for the annotation too.
-    let deployments: Api<Deployment> = h.api();
-    until(
-        &deployments,
-        "c-backup",
-        TIMEOUT,
-        "second roll of backup",
-        |d: &Deployment| {
-            d.spec
-                .as_ref()
-                .and_then(|s| s.template.metadata.as_ref())
-                .and_then(|m| m.annotations.as_ref())
-                .and_then(|a| a.get("cinder.c5c3.io/installed-release"))
-                .map(String::as_str)
-                == Some("2026.2")
-        },
-    )
+    h.wait_workload("c-backup", "second roll of backup", TIMEOUT, |w| {
+        w.template_annotation("cinder.c5c3.io/installed-release")
+            .as_deref()
+            == Some("2026.2")
+    })
     .await?;
     h.wait_ready("c").await?;
 
@@ -657,21 +622,12 @@ async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
     Ok(())
 }
 
-/// Each Deployment's name and its pod template's image.
+/// Each workload's name and its pod template's image.
 async fn deployment_images(h: &Harness) -> Result<Vec<(String, String)>> {
-    Ok(h.api::<Deployment>()
-        .list(&Default::default())
+    Ok(h.workloads()
         .await?
-        .items
-        .into_iter()
-        .map(|d| {
-            let image = d
-                .spec
-                .and_then(|s| s.template.spec)
-                .and_then(|p| p.containers.first().and_then(|c| c.image.clone()))
-                .unwrap_or_default();
-            (d.metadata.name.unwrap_or_default(), image)
-        })
+        .into_values()
+        .map(|w| (w.name.clone(), w.image()))
         .collect())
 }
 

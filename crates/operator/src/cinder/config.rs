@@ -16,20 +16,17 @@ use crate::service::status::EXTRA_CONFIG;
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
-/// `[DEFAULT] host`: the name a scheduler or backup workload registers under in
-/// the `services` table, one per workload, so pods that replace each other
-/// update one row instead of leaving rows behind (stale rows cap the RPC and
-/// object versions Cinder computes from every row of a binary).
-pub const ENV_HOST: &str = "OS_DEFAULT__HOST";
 /// Where the posix backup driver writes, the backup claim's mount.
 pub const BACKUP_POSIX_PATH: &str = "/var/lib/cinder/backup";
 const POSIX_BACKUP_DRIVER: &str = "cinder.backup.drivers.posix.PosixBackupDriver";
 
-/// `[DEFAULT] host`, `backup_driver`: names the refusals use.
+/// `[DEFAULT] host`: each scheduler and backup pod registers under its own
+/// (stable) name; one host shared by several processes would let each clean up
+/// the others' work when it starts.
 pub const HOST: ManagedOption = ManagedOption {
     section: "DEFAULT",
     option: "host",
-    set_from: "Ratchet (one service host per workload)",
+    set_from: "Ratchet (each pod registers under its own name)",
 };
 pub const API_PASTE_CONFIG: ManagedOption = ManagedOption {
     section: "DEFAULT",

@@ -33,6 +33,7 @@ impl OpenStackService for Cinder {
         TRANSPORT_URL,
         ENABLED_BACKENDS,
         config::HOST,
+        config::API_PASTE_CONFIG,
     ];
     const DEFAULT_UID: i64 = 42407;
 

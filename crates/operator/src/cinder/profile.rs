@@ -61,12 +61,27 @@ impl Role {
         }
     }
 
-    /// The host its service row is registered under (the API registers none).
+    /// The host its service rows are registered under (the API registers none):
+    /// a scheduler or backup pod its own name (its host name), a volume back end
+    /// its `backend_host`.
     pub fn service_host(&self, cinder: &str) -> Option<String> {
         match self {
             Role::Volume(backend) => Some(format!("{cinder}-volume-{backend}@{backend}")),
             Role::Api => None,
-            other => Some(other.workload_name(cinder)),
+            Role::Scheduler | Role::Backup => Some(readiness::OWN_HOSTNAME.to_string()),
+        }
+    }
+
+    /// Scheduler, volume and backup are StatefulSets: each pod keeps one
+    /// service host for life and a pod is replaced only after the one it
+    /// replaces has stopped. Cinder cleans up, when a service starts, the
+    /// unfinished work recorded under its service row; two live processes on one
+    /// row would clean up each other's work (a volume being created turns
+    /// `error`). Per-pod rows also make readiness exact and leave no stale rows.
+    pub fn kind(&self) -> WorkloadKind {
+        match self {
+            Role::Api => WorkloadKind::Deployment,
+            _ => WorkloadKind::StatefulSet,
         }
     }
 
@@ -128,10 +143,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
     };
     let env = match role {
         Role::Volume(backend) => vec![(config::ENV_ENABLED_BACKENDS.to_string(), backend.clone())],
-        Role::Scheduler | Role::Backup => {
-            vec![(config::ENV_HOST.to_string(), role.workload_name(name))]
-        }
-        Role::Api => Vec::new(),
+        _ => Vec::new(),
     };
     let readiness = match role.service_host(name) {
         // A service heartbeats every report_interval (10 s) while it works (a
@@ -154,7 +166,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
     WorkloadModel {
         name: role.workload_name(name),
         component: role.component(),
-        kind: WorkloadKind::Deployment,
+        kind: role.kind(),
         command: role.command(),
         replicas,
         resources,
@@ -432,7 +444,7 @@ mod tests {
         assert_eq!(
             checks,
             [
-                ("c-scheduler", heartbeat("cinder-scheduler", "c-scheduler")),
+                ("c-scheduler", heartbeat("cinder-scheduler", "@hostname")),
                 (
                     "c-volume-lvm",
                     heartbeat("cinder-volume", "c-volume-lvm@lvm")
@@ -441,27 +453,40 @@ mod tests {
                     "c-volume-nfs",
                     heartbeat("cinder-volume", "c-volume-nfs@nfs")
                 ),
-                ("c-backup", heartbeat("cinder-backup", "c-backup")),
+                ("c-backup", heartbeat("cinder-backup", "@hostname")),
                 ("c", "http 8776 /v3/".to_string()),
             ]
         );
     }
 
     #[test]
-    fn scheduler_and_backup_register_one_host_and_only_the_api_drains() {
+    fn workers_are_stateful_sets_under_their_own_names_and_only_the_api_drains() {
         let model = model(
             &cinder(json!({ "backup": { "posixVolumeClaim": "backups" } })),
             "c",
         );
-        let host = |name: &str| {
+        let kinds: Vec<(&str, WorkloadKind)> = model
+            .workloads
+            .iter()
+            .map(|w| (w.name.as_str(), w.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("c-scheduler", WorkloadKind::StatefulSet),
+                ("c-volume-lvm", WorkloadKind::StatefulSet),
+                ("c-volume-nfs", WorkloadKind::StatefulSet),
+                ("c-backup", WorkloadKind::StatefulSet),
+                ("c", WorkloadKind::Deployment),
+            ]
+        );
+        assert!(
             model
-                .workload(name)
-                .and_then(|w| w.env.iter().find(|(k, _)| k == config::ENV_HOST))
-                .map(|(_, v)| v.clone())
-        };
-        assert_eq!(host("c-scheduler").as_deref(), Some("c-scheduler"));
-        assert_eq!(host("c-backup").as_deref(), Some("c-backup"));
-        assert_eq!(host("c"), None);
+                .workloads
+                .iter()
+                .all(|w| w.env.iter().all(|(k, _)| k != "OS_DEFAULT__HOST")),
+            "no shared host is set"
+        );
         let drains: Vec<_> = model
             .workloads
             .iter()

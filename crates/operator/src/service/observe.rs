@@ -37,12 +37,15 @@ impl LiveWorkload {
         }
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&String> {
-        let meta = match self {
+    pub fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        match self {
             LiveWorkload::Deployment(d) => &d.metadata,
             LiveWorkload::StatefulSet(s) => &s.metadata,
-        };
-        meta.annotations.as_ref()?.get(key)
+        }
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&String> {
+        self.metadata().annotations.as_ref()?.get(key)
     }
 }
 
@@ -56,6 +59,9 @@ pub struct Children {
     /// StatefulSet pods that never got ready and are not of the revision their
     /// set rolls to: the set will not replace them by itself.
     pub stuck_pods: Vec<String>,
+    /// Workloads of the wrong kind, by name: deleted (with their pods) before
+    /// the model's kind is created, so two processes never share a service host.
+    pub replaced: BTreeMap<String, LiveWorkload>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -81,16 +87,20 @@ pub async fn observe<S: OpenStackService>(
             Some((suffix, j))
         })
         .collect();
-    let workloads: BTreeMap<String, LiveWorkload> =
-        owned_by(&caches.deployments, service, namespace, name)
-            .into_iter()
-            .filter_map(|d| Some((d.metadata.name.clone()?, LiveWorkload::Deployment(d))))
-            .chain(
-                owned_by(&caches.stateful_sets, service, namespace, name)
-                    .into_iter()
-                    .filter_map(|s| Some((s.metadata.name.clone()?, LiveWorkload::StatefulSet(s)))),
-            )
-            .collect();
+    // A workload of another kind than the model's (rendered by an older
+    // Ratchet) is replaced: deleted first, its successor made once it is gone.
+    let (workloads, replaced): (
+        BTreeMap<String, LiveWorkload>,
+        BTreeMap<String, LiveWorkload>,
+    ) = owned_by(&caches.deployments, service, namespace, name)
+        .into_iter()
+        .filter_map(|d| Some((d.metadata.name.clone()?, LiveWorkload::Deployment(d))))
+        .chain(
+            owned_by(&caches.stateful_sets, service, namespace, name)
+                .into_iter()
+                .filter_map(|s| Some((s.metadata.name.clone()?, LiveWorkload::StatefulSet(s)))),
+        )
+        .partition(|(name, live)| model.workload(name).is_none_or(|w| w.kind == live.kind()));
 
     let reported_check_job = object
         .meta()
@@ -154,6 +164,7 @@ pub async fn observe<S: OpenStackService>(
             workloads,
             recheck_after,
             stuck_pods,
+            replaced,
         },
     ))
 }

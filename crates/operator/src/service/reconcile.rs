@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Service};
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource};
@@ -219,6 +219,11 @@ impl<S: OpenStackService> Pass<S> {
                     let Some(workload) = model.workload(name) else {
                         continue;
                     };
+                    if let Some(old) = children.replaced.get(name) {
+                        // Its pods go first (foreground); its deletion wakes the next pass.
+                        delete_foreground(&deployments, &stateful_sets, name, old).await?;
+                        continue;
+                    }
                     let desired = render::workload(
                         owner,
                         model,
@@ -275,6 +280,27 @@ impl<S: OpenStackService> Pass<S> {
             }
         }
         Ok(())
+    }
+}
+
+/// Deletes a workload and, before the object itself goes, its pods.
+async fn delete_foreground(
+    deployments: &Api<Deployment>,
+    stateful_sets: &Api<StatefulSet>,
+    name: &str,
+    live: &LiveWorkload,
+) -> Result<()> {
+    if live.metadata().deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let params = DeleteParams::foreground();
+    let deleted = match live {
+        LiveWorkload::Deployment(_) => deployments.delete(name, &params).await.map(|_| ()),
+        LiveWorkload::StatefulSet(_) => stateful_sets.delete(name, &params).await.map(|_| ()),
+    };
+    match deleted {
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        other => Ok(other?),
     }
 }
 

@@ -80,7 +80,7 @@ pub fn expected_upgrade(profile: &Profile) -> Expected {
 /// The state of the workloads and pods in `namespace`, one line each, for a
 /// failure message: what a person would look at with kubectl.
 pub async fn describe_workloads(client: &Client, namespace: &str) -> String {
-    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
     use k8s_openapi::api::core::v1::Pod;
     let mut lines = Vec::new();
     let params = ListParams::default();
@@ -99,6 +99,26 @@ pub async fn describe_workloads(client: &Client, namespace: &str) -> String {
                 s.updated_replicas,
                 s.ready_replicas,
                 s.available_replicas
+            ));
+        }
+    }
+    if let Ok(list) = Api::<StatefulSet>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+    {
+        for set in list.items {
+            let s = set.status.unwrap_or_default();
+            lines.push(format!(
+                "statefulset {}: generation {:?} observed {:?} replicas {} updated {:?} ready {:?} available {:?} revision {:?} → {:?}",
+                set.metadata.name.unwrap_or_default(),
+                set.metadata.generation,
+                s.observed_generation,
+                s.replicas,
+                s.updated_replicas,
+                s.ready_replicas,
+                s.available_replicas,
+                s.current_revision,
+                s.update_revision
             ));
         }
     }

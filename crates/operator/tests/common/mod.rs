@@ -336,3 +336,181 @@ impl Drop for StatusRecorder {
         self.task.abort();
     }
 }
+
+/// A long-running workload as a test sees it, whatever its kind (Cinder's API
+/// is a Deployment, its scheduler, volume and backup services StatefulSets).
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub kind: &'static str,
+    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub template: k8s_openapi::api::core::v1::PodTemplateSpec,
+    /// Every replica updated, ready and available, nothing else running.
+    pub complete: bool,
+}
+
+impl Workload {
+    pub fn from_deployment(d: &k8s_openapi::api::apps::v1::Deployment) -> Workload {
+        let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let complete = d.status.as_ref().is_some_and(|s| {
+            s.observed_generation == d.metadata.generation
+                && s.updated_replicas.unwrap_or(0) == want
+                && s.ready_replicas.unwrap_or(0) == want
+                && s.available_replicas.unwrap_or(0) == want
+                && s.replicas.unwrap_or(0) == want
+        });
+        Workload {
+            name: d.metadata.name.clone().unwrap_or_default(),
+            kind: "Deployment",
+            metadata: d.metadata.clone(),
+            template: d
+                .spec
+                .as_ref()
+                .map(|s| s.template.clone())
+                .unwrap_or_default(),
+            complete,
+        }
+    }
+
+    pub fn from_stateful_set(s: &k8s_openapi::api::apps::v1::StatefulSet) -> Workload {
+        let want = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let complete = s.status.as_ref().is_some_and(|st| {
+            st.observed_generation == s.metadata.generation
+                && st.updated_replicas.unwrap_or(0) == want
+                && st.ready_replicas.unwrap_or(0) == want
+                && st.available_replicas.unwrap_or(0) == want
+                && st.replicas == want
+                && st.current_revision == st.update_revision
+        });
+        Workload {
+            name: s.metadata.name.clone().unwrap_or_default(),
+            kind: "StatefulSet",
+            metadata: s.metadata.clone(),
+            template: s
+                .spec
+                .as_ref()
+                .map(|s| s.template.clone())
+                .unwrap_or_default(),
+            complete,
+        }
+    }
+
+    pub fn pod_spec(&self) -> k8s_openapi::api::core::v1::PodSpec {
+        self.template.spec.clone().unwrap_or_default()
+    }
+
+    pub fn image(&self) -> String {
+        self.pod_spec()
+            .containers
+            .first()
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn template_annotation(&self, key: &str) -> Option<String> {
+        self.template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(key).cloned())
+    }
+}
+
+impl Harness {
+    /// Every Deployment and StatefulSet in the namespace, by name.
+    pub async fn workloads(&self) -> Result<BTreeMap<String, Workload>> {
+        use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+        let mut out = BTreeMap::new();
+        for d in self
+            .api::<Deployment>()
+            .list(&ListParams::default())
+            .await?
+            .items
+        {
+            let w = Workload::from_deployment(&d);
+            out.insert(w.name.clone(), w);
+        }
+        for s in self
+            .api::<StatefulSet>()
+            .list(&ListParams::default())
+            .await?
+            .items
+        {
+            let w = Workload::from_stateful_set(&s);
+            out.insert(w.name.clone(), w);
+        }
+        Ok(out)
+    }
+
+    /// One workload, of whichever kind it is.
+    pub async fn workload(&self, name: &str) -> Result<Workload> {
+        self.workloads()
+            .await?
+            .remove(name)
+            .ok_or_else(|| anyhow::anyhow!("no workload {name}"))
+    }
+
+    /// Waits (one watch per kind, up to `timeout`) until `name` passes `check`.
+    pub async fn wait_workload(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&Workload) -> bool,
+    ) -> Result<Workload> {
+        use futures::StreamExt;
+        let mut stream = self.watch_workloads();
+        let mut seen = None;
+        let found = tokio::time::timeout(timeout, async {
+            while let Some(change) = stream.next().await {
+                if let Ok(WorkloadChange::Applied(w)) = change
+                    && w.name == name
+                {
+                    if check(&w) {
+                        return Some(*w);
+                    }
+                    seen = Some(w);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(w)) => Ok(w),
+            _ => anyhow::bail!("{name}: {what} not reached within {timeout:?}; last {seen:?}"),
+        }
+    }
+
+    /// Every workload of either kind as it is listed and changes (two watches,
+    /// merged); the initial lists end with one `Listed` per kind.
+    pub fn watch_workloads(
+        &self,
+    ) -> futures::stream::BoxStream<'static, kube::runtime::watcher::Result<WorkloadChange>> {
+        use futures::StreamExt;
+        use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+        use kube::runtime::watcher::{self, Event};
+        fn change<K>(event: Event<K>, to: impl Fn(&K) -> Workload) -> WorkloadChange {
+            match event {
+                Event::Apply(k) | Event::InitApply(k) => WorkloadChange::Applied(Box::new(to(&k))),
+                Event::Delete(k) => WorkloadChange::Deleted(to(&k).name),
+                Event::Init => WorkloadChange::Other,
+                Event::InitDone => WorkloadChange::Listed,
+            }
+        }
+        let deployments = watcher::watcher(self.api::<Deployment>(), watcher::Config::default())
+            .map(|r| r.map(|e| change(e, Workload::from_deployment)));
+        let sets = watcher::watcher(self.api::<StatefulSet>(), watcher::Config::default())
+            .map(|r| r.map(|e| change(e, Workload::from_stateful_set)));
+        futures::stream::select(deployments, sets).boxed()
+    }
+}
+
+/// One event of [`Harness::watch_workloads`].
+#[derive(Clone, Debug)]
+pub enum WorkloadChange {
+    Applied(Box<Workload>),
+    Deleted(String),
+    /// One kind's initial list is complete.
+    Listed,
+    Other,
+}
