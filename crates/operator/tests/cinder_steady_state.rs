@@ -650,3 +650,45 @@ async fn the_admission_webhook_refuses_a_downgrade_of_an_installed_release() -> 
     h.finish().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_worker_an_older_ratchet_made_as_a_deployment_is_replaced_by_its_stateful_set()
+-> Result<()> {
+    let h = Harness::start("kind").await?;
+    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &["lvm"]))
+        .await?;
+    let cinder = h.wait_ready("c").await?;
+    // What an older Ratchet left: the scheduler as a Deployment, owned and
+    // labelled like Ratchet's own children.
+    let owner = json!({
+        "apiVersion": "cinder.openstack.c5c3.io/v1beta1", "kind": "Cinder", "name": "c",
+        "uid": cinder.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+    });
+    let labels = json!({
+        "app.kubernetes.io/name": "cinder", "app.kubernetes.io/instance": "c",
+        "app.kubernetes.io/component": "scheduler", "app.kubernetes.io/managed-by": "ratchet",
+    });
+    let old: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": "c-scheduler", "labels": labels, "ownerReferences": [owner] },
+        "spec": {
+            "replicas": 1,
+            "selector": { "matchLabels": { "old": "scheduler" } },
+            "template": {
+                "metadata": { "labels": { "old": "scheduler" } },
+                "spec": { "containers": [{ "name": "scheduler", "image": format!("{REPO}:2026.1") }] },
+            },
+        },
+    }))?;
+    h.api::<Deployment>()
+        .create(&PostParams::default(), &old)
+        .await?;
+    until_deleted(&h.api::<Deployment>(), "c-scheduler", TIMEOUT).await?;
+    let set = h.api::<StatefulSet>().get("c-scheduler").await?;
+    ensure!(
+        set.metadata.deletion_timestamp.is_none(),
+        "the StatefulSet stays"
+    );
+    h.wait_ready("c").await?;
+    h.finish().await;
+    Ok(())
+}
