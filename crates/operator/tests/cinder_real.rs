@@ -190,6 +190,16 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     tokio::time::sleep(Duration::from_secs(20)).await;
     let upgrade_from = SystemTime::now();
 
+    // One volume as an old release left it, with no service_uuid: the real
+    // `cinder-status upgrade check` reports its Service UUIDs check as a failure
+    // (exit 2), which seed 000 tolerates as a warning.
+    query(
+        &h,
+        &db,
+        "unlinked",
+        "UPDATE volumes SET service_uuid = NULL WHERE deleted = 0 LIMIT 1",
+    )
+    .await?;
     let recorder = StatusRecorder::start(cinders.clone(), NAME).await?;
     h.patch_cinder(
         NAME,
@@ -295,6 +305,13 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         .filter(|p| order.contains(p))
         .collect();
     ensure!(seen == order, "phases {phases:?}");
+
+    let reasons = h.event_reasons(NAME).await?;
+    ensure!(
+        reasons.iter().any(|r| r == "UpgradeCheckWarnings")
+            && !reasons.iter().any(|r| r == "UpgradeCheckCompleted"),
+        "the real check's exit 2 is reported as warnings: {reasons:?}"
+    );
 
     // Every row of every binary is a workload that exists, up, at 29.0.0's versions.
     let rows = service_rows(&h, &db, "upgraded").await?;
