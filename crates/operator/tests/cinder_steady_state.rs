@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
@@ -69,7 +70,10 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         );
     }
 
+    // One watch per kind: the order within a kind is the order of creation; across
+    // the two kinds, creation timestamps (whole seconds) say the API came last.
     let mut order = Vec::new();
+    let mut created_at = BTreeMap::new();
     while order.len() < 5 {
         let event = tokio::time::timeout(TIMEOUT, events.next())
             .await?
@@ -77,19 +81,18 @@ async fn fresh_install_syncs_the_database_then_ensures_workloads_in_order() -> R
         if let WorkloadChange::Applied(w) = event
             && !order.contains(&w.name)
         {
+            created_at.insert(w.name.clone(), w.metadata.creation_timestamp.clone());
             order.push(w.name.clone());
         }
     }
+    let sets: Vec<&String> = order.iter().filter(|n| *n != "c").collect();
     ensure!(
-        order
-            == [
-                "c-scheduler",
-                "c-volume-lvm",
-                "c-volume-nfs",
-                "c-backup",
-                "c"
-            ],
+        sets == ["c-scheduler", "c-volume-lvm", "c-volume-nfs", "c-backup"],
         "creation order {order:?}"
+    );
+    ensure!(
+        created_at.get("c") >= created_at.get("c-backup"),
+        "the API was created before the backup service: {created_at:?}"
     );
 
     // One db-sync Job on the spec image, the seed's command, backoffLimit 4.
