@@ -1148,3 +1148,54 @@ async fn rabbitmq_runs_as_a_pod_and_speaks_amqp() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_claim_waits_for_its_object_and_keeps_its_files_across_pods() -> Result<()> {
+    let (env, client, ns) = setup("pk-claim").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let with_claim = |name: &str, script: &str| {
+        let mut pod = pod_json(name, "Never", json!([shell("main", script)]));
+        pod["spec"]["containers"][0]["volumeMounts"] =
+            json!([{ "name": "data", "mountPath": "/data" }]);
+        pod["spec"]["volumes"] =
+            json!([{ "name": "data", "persistentVolumeClaim": { "claimName": "data" } }]);
+        pod
+    };
+    create(
+        &pods,
+        with_claim("writer", "echo kept > /data/file && ls -ld /tmp"),
+    )
+    .await?;
+    let waiting = until(&pods, "writer", TIMEOUT, "waiting for its claim", |p| {
+        waiting_reason(p, "main")
+            .is_some_and(|(_, m)| m.contains("persistentvolumeclaim \"data\" not found"))
+    })
+    .await?;
+    ensure!(phase(&waiting) == "Pending", "{:?}", waiting.status);
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), ns.name());
+    create(
+        &claims,
+        json!({ "metadata": { "name": "data" },
+            "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Mi" } } } }),
+    )
+    .await?;
+    let writer = finished(&pods, "writer").await?;
+    ensure!(phase(&writer) == "Succeeded", "{:?}", writer.status);
+    // /tmp is world-writable and sticky, as images ship it.
+    ensure!(
+        log(env, &ns, "writer", "main")?.starts_with("drwxrwxrwt"),
+        "{}",
+        log(env, &ns, "writer", "main")?
+    );
+    create(&pods, with_claim("reader", "cat /data/file")).await?;
+    let reader = finished(&pods, "reader").await?;
+    let out = log(env, &ns, "reader", "main")?;
+    ensure!(
+        phase(&reader) == "Succeeded" && out.trim() == "kept",
+        "{:?}\n{out}",
+        reader.status
+    );
+    ns.cleanup().await;
+    Ok(())
+}
