@@ -117,11 +117,13 @@ impl OpenStackService for Cinder {
     }
 
     fn warnings(&self) -> Vec<String> {
-        volume_names_privileged(self)
+        let mut warnings: Vec<String> = volume_names_privileged(self)
             .map(|name| format!(
                 "spec.volumeBackends[{name:?}].privileged: its cinder-volume pods run as root, privileged, with privilege escalation allowed"
             ))
-            .collect()
+            .collect();
+        warnings.extend(shared_host_warnings(self));
+        warnings
     }
 }
 
@@ -133,11 +135,71 @@ const ENABLED_BACKENDS: ManagedOption = ManagedOption {
     set_from: "spec.volumeBackends (each volume Deployment's own back end)",
 };
 
+/// Back ends with more than one replica: their pods share the back end's
+/// `backend_host`, and a cinder-volume that starts cleans up the unfinished
+/// work recorded under that host, including a running sibling's, unless
+/// `[DEFAULT] cluster` makes them one active-active cluster.
+fn shared_host_warnings(cinder: &Cinder) -> Vec<String> {
+    let clustered = cinder
+        .spec
+        .extra_config
+        .get("DEFAULT")
+        .is_some_and(|d| d.contains_key("cluster"));
+    if clustered {
+        return Vec::new();
+    }
+    cinder
+        .spec
+        .volume_backends
+        .iter()
+        .filter(|b| b.replicas.is_some_and(|r| r > 1))
+        .map(|b| format!(
+            "spec.volumeBackends[{:?}].replicas: its {} cinder-volume pods share one service host; without extraConfig.DEFAULT.cluster each cleans up the others' unfinished work when it starts",
+            b.name,
+            b.replicas.unwrap_or_default()
+        ))
+        .collect()
+}
+
 /// The names of the back ends that opted in to privilege, each once.
 fn volume_names_privileged(cinder: &Cinder) -> impl Iterator<Item = String> + '_ {
     profile::volume_names(cinder)
         .into_iter()
         .filter(|name| profile::privileged(cinder, name))
+}
+
+#[cfg(test)]
+mod shared_host_tests {
+    use super::*;
+
+    fn cinder(extra: serde_json::Value) -> Cinder {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
+            "kind": "Cinder",
+            "metadata": { "name": "c", "namespace": "ns" },
+            "spec": {
+                "openStackRelease": "2026.1",
+                "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
+                "database": { "secretName": "db", "key": "connection" },
+                "transport": { "secretName": "mq", "key": "url" },
+                "volumeBackends": [{ "name": "one" }, { "name": "two", "replicas": 2 }],
+                "extraConfig": extra,
+            }
+        }))
+        .expect("cinder")
+    }
+
+    #[test]
+    fn a_back_end_with_replicas_sharing_its_host_is_warned_about_unless_clustered() {
+        assert_eq!(
+            cinder(serde_json::json!({})).warnings(),
+            [
+                "spec.volumeBackends[\"two\"].replicas: its 2 cinder-volume pods share one service host; without extraConfig.DEFAULT.cluster each cleans up the others' unfinished work when it starts"
+            ]
+        );
+        let clustered = cinder(serde_json::json!({ "DEFAULT": { "cluster": "c" } }));
+        assert!(clustered.warnings().is_empty());
+    }
 }
 
 #[cfg(test)]
