@@ -8,7 +8,9 @@ pub use ratchet_phase_machine::profiles::cinder::{CONFIG_DIR, SERVICE, profile};
 
 use super::{config, filters, paste};
 use crate::service::OpenStackService;
-use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
+use crate::service::model::{
+    API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
+};
 use crate::service::readiness;
 use crate::service::secret_options;
 
@@ -176,6 +178,8 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         claims,
         readiness,
         pre_stop_sleep_seconds: (*role == Role::Api).then_some(API_DRAIN_SECONDS),
+        // A stopping scheduler, volume or backup service finishes what it took.
+        termination_grace_seconds: (*role != Role::Api).then_some(OSLO_SHUTDOWN_GRACE_SECONDS),
         privileged: matches!(role, Role::Volume(backend) if privileged(cinder, backend)),
     }
 }
@@ -494,6 +498,21 @@ mod tests {
             .map(|w| w.name.as_str())
             .collect();
         assert_eq!(drains, ["c"]);
+        let graces: Vec<_> = model
+            .workloads
+            .iter()
+            .map(|w| (w.name.as_str(), w.termination_grace_seconds))
+            .collect();
+        assert_eq!(
+            graces,
+            [
+                ("c-scheduler", Some(70)),
+                ("c-volume-lvm", Some(70)),
+                ("c-volume-nfs", Some(70)),
+                ("c-backup", Some(70)),
+                ("c", None),
+            ]
+        );
         assert_eq!(
             model.workload("c-backup").map(|w| w.claims.clone()),
             Some(vec![(

@@ -52,6 +52,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                     &[("hostname", OWN_HOSTNAME), ("online", "1")],
                 ),
                 pre_stop_sleep_seconds: None,
+                termination_grace_seconds: None,
                 privileged: false,
             },
             WorkloadModel {
@@ -67,6 +68,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 claims: Vec::new(),
                 readiness: readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
                 pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
+                termination_grace_seconds: None,
                 privileged: false,
             },
         ],

@@ -39,6 +39,11 @@ pub enum WorkloadKind {
 /// no new request reaches a closed socket.
 pub const API_DRAIN_SECONDS: i32 = 5;
 
+/// oslo.service's `graceful_shutdown_timeout` (60 s: how long a stopping
+/// service finishes the requests it took) plus a margin, so Kubernetes does not
+/// kill it first.
+pub const OSLO_SHUTDOWN_GRACE_SECONDS: i64 = 70;
+
 /// How the kubelet tells that a pod serves, run inside its container.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Readiness {
@@ -72,6 +77,9 @@ pub struct WorkloadModel {
     /// Seconds a terminating pod keeps serving before its process is asked to
     /// stop, so clients see it leave the Service's endpoints first.
     pub pre_stop_sleep_seconds: Option<i32>,
+    /// The pod's grace period after SIGTERM, when the Kubernetes default (30 s)
+    /// is shorter than the service's own graceful shutdown.
+    pub termination_grace_seconds: Option<i64>,
     /// Whether its pods run as root, privileged, with privilege escalation
     /// allowed (a Cinder back end that opted in: rootwrap, LVM) instead of
     /// restricted as the model's [`PodIdentity`].

@@ -304,6 +304,9 @@ pub fn workload(
     if let Some(volumes) = spec["volumes"].as_array_mut() {
         volumes.extend(claim_volumes);
     }
+    if let Some(seconds) = workload.termination_grace_seconds {
+        spec["terminationGracePeriodSeconds"] = json!(seconds);
+    }
     let template = json!({
         "metadata": { "labels": selector, "annotations": pod_annotations },
         "spec": spec,
