@@ -67,14 +67,8 @@ const BY_SERIES: &[(&str, Filters)] = &[(
 /// The file for `release` (the release the API pods run); the newest data for
 /// a release the table does not know.
 pub fn render(release: Option<Release>) -> String {
-    let filters = BY_SERIES
-        .iter()
-        .rev()
-        .find(|(since, _)| {
-            release.is_none_or(|r| Release::parse(since).is_ok_and(|since| since <= r))
-        })
-        .or(BY_SERIES.first())
-        .map(|(_, filters)| *filters)
+    let filters = super::for_release(BY_SERIES, release)
+        .copied()
         .unwrap_or_default();
     let map: serde_json::Map<String, serde_json::Value> = filters
         .iter()

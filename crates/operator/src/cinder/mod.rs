@@ -10,6 +10,8 @@ pub mod profile;
 use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
+use ratchet_release::Release;
+
 use crate::service::OpenStackService;
 use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use crate::service::model::ServiceModel;
@@ -159,6 +161,18 @@ fn shared_host_warnings(cinder: &Cinder) -> Vec<String> {
             b.replicas.unwrap_or_default()
         ))
         .collect()
+}
+
+/// The entry of a per-release table (each entry keyed by the first release
+/// series it holds for, oldest first) for `release`: the newest entry not after
+/// it; the newest for a release that does not parse, the oldest for one before all.
+fn for_release<'a, T>(table: &'a [(&'static str, T)], release: Option<Release>) -> Option<&'a T> {
+    table
+        .iter()
+        .rev()
+        .find(|(since, _)| release.is_none_or(|r| Release::parse(since).is_ok_and(|s| s <= r)))
+        .or(table.first())
+        .map(|(_, entry)| entry)
 }
 
 /// The names of the back ends that opted in to privilege, each once.

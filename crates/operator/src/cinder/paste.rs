@@ -17,8 +17,6 @@ struct Part {
 
 /// One release series' pipeline.
 struct Pipeline {
-    /// The first series this pipeline is right for; it holds until the next entry.
-    since: &'static str,
     /// Filters in front of every `/v3` request, in order, before authentication.
     front: &'static [&'static str],
     /// `[DEFAULT] auth_strategy` value → the filters that authenticate.
@@ -32,93 +30,88 @@ struct Pipeline {
 const FILTER: &str = "paste.filter_factory";
 const APP: &str = "paste.app_factory";
 
-/// Checked against cinder 28.0.0 (2026.1) and 29.0.0 (2026.2): the same pipeline.
-const PIPELINES: &[Pipeline] = &[Pipeline {
-    since: "2026.1",
-    front: &[
-        "request_id",
-        "cors",
-        "http_proxy_to_wsgi",
-        "faultwrap",
-        "sizelimit",
-        "osprofiler",
-    ],
-    auth: &[
-        ("noauth", &["noauth"]),
-        ("noauth_include_project_id", &["noauth_include_project_id"]),
-        ("keystone", &["authtoken", "keystonecontext"]),
-    ],
-    filters: &[
-        Part {
-            name: "request_id",
-            factory: "cinder.api.middleware.request_id:RequestId.factory",
+/// By the first series each pipeline holds for. Checked against cinder 28.0.0
+/// (2026.1) and 29.0.0 (2026.2): the same pipeline.
+const PIPELINES: &[(&str, Pipeline)] = &[(
+    "2026.1",
+    Pipeline {
+        front: &[
+            "request_id",
+            "cors",
+            "http_proxy_to_wsgi",
+            "faultwrap",
+            "sizelimit",
+            "osprofiler",
+        ],
+        auth: &[
+            ("noauth", &["noauth"]),
+            ("noauth_include_project_id", &["noauth_include_project_id"]),
+            ("keystone", &["authtoken", "keystonecontext"]),
+        ],
+        filters: &[
+            Part {
+                name: "request_id",
+                factory: "cinder.api.middleware.request_id:RequestId.factory",
+                settings: &[],
+            },
+            Part {
+                name: "cors",
+                factory: "oslo_middleware.cors:filter_factory",
+                settings: &[("oslo_config_project", "cinder")],
+            },
+            Part {
+                name: "http_proxy_to_wsgi",
+                factory: "oslo_middleware.http_proxy_to_wsgi:HTTPProxyToWSGI.factory",
+                settings: &[],
+            },
+            Part {
+                name: "faultwrap",
+                factory: "cinder.api.middleware.fault:FaultWrapper.factory",
+                settings: &[],
+            },
+            Part {
+                name: "sizelimit",
+                factory: "oslo_middleware.sizelimit:RequestBodySizeLimiter.factory",
+                settings: &[],
+            },
+            Part {
+                name: "osprofiler",
+                factory: "osprofiler.web:WsgiMiddleware.factory",
+                settings: &[],
+            },
+            Part {
+                name: "noauth",
+                factory: "cinder.api.middleware.auth:NoAuthMiddleware.factory",
+                settings: &[],
+            },
+            Part {
+                name: "noauth_include_project_id",
+                factory: "cinder.api.middleware.auth:NoAuthMiddlewareIncludeProjectID.factory",
+                settings: &[],
+            },
+            Part {
+                name: "authtoken",
+                factory: "keystonemiddleware.auth_token:filter_factory",
+                settings: &[],
+            },
+            Part {
+                name: "keystonecontext",
+                factory: "cinder.api.middleware.auth:CinderKeystoneContext.factory",
+                settings: &[],
+            },
+        ],
+        api_app: Part {
+            name: "apiv3",
+            factory: "cinder.api.v3.router:APIRouter.factory",
             settings: &[],
         },
-        Part {
-            name: "cors",
-            factory: "oslo_middleware.cors:filter_factory",
-            settings: &[("oslo_config_project", "cinder")],
-        },
-        Part {
-            name: "http_proxy_to_wsgi",
-            factory: "oslo_middleware.http_proxy_to_wsgi:HTTPProxyToWSGI.factory",
+        versions_app: Part {
+            name: "versions",
+            factory: "cinder.api.versions:Versions.factory",
             settings: &[],
         },
-        Part {
-            name: "faultwrap",
-            factory: "cinder.api.middleware.fault:FaultWrapper.factory",
-            settings: &[],
-        },
-        Part {
-            name: "sizelimit",
-            factory: "oslo_middleware.sizelimit:RequestBodySizeLimiter.factory",
-            settings: &[],
-        },
-        Part {
-            name: "osprofiler",
-            factory: "osprofiler.web:WsgiMiddleware.factory",
-            settings: &[],
-        },
-        Part {
-            name: "noauth",
-            factory: "cinder.api.middleware.auth:NoAuthMiddleware.factory",
-            settings: &[],
-        },
-        Part {
-            name: "noauth_include_project_id",
-            factory: "cinder.api.middleware.auth:NoAuthMiddlewareIncludeProjectID.factory",
-            settings: &[],
-        },
-        Part {
-            name: "authtoken",
-            factory: "keystonemiddleware.auth_token:filter_factory",
-            settings: &[],
-        },
-        Part {
-            name: "keystonecontext",
-            factory: "cinder.api.middleware.auth:CinderKeystoneContext.factory",
-            settings: &[],
-        },
-    ],
-    api_app: Part {
-        name: "apiv3",
-        factory: "cinder.api.v3.router:APIRouter.factory",
-        settings: &[],
     },
-    versions_app: Part {
-        name: "versions",
-        factory: "cinder.api.versions:Versions.factory",
-        settings: &[],
-    },
-}];
-
-fn pipeline_for(release: Option<Release>) -> &'static Pipeline {
-    PIPELINES
-        .iter()
-        .rev()
-        .find(|p| release.is_none_or(|r| Release::parse(p.since).is_ok_and(|since| since <= r)))
-        .unwrap_or(&PIPELINES[0])
-}
+)];
 
 fn part(out: &mut String, kind: &str, factory_key: &str, part: &Part) {
     out.push_str(&format!(
@@ -132,7 +125,9 @@ fn part(out: &mut String, kind: &str, factory_key: &str, part: &Part) {
 
 /// The file for `release` (the release the API pods run).
 pub fn render(release: Option<Release>) -> String {
-    let p = pipeline_for(release);
+    let Some(p) = super::for_release(PIPELINES, release) else {
+        return String::new();
+    };
     let mut out = String::from(
         "# Rendered by Ratchet: cinder-api's WSGI pipeline. Edits are overwritten.\n\
          \n[composite:osapi_volume]\nuse = call:cinder.api:root_app_factory\n\
@@ -168,7 +163,7 @@ mod tests {
 
     #[test]
     fn every_pipeline_names_only_defined_parts() {
-        for p in PIPELINES {
+        for (_, p) in PIPELINES {
             let defined: Vec<&str> = p.filters.iter().map(|f| f.name).collect();
             for name in p
                 .front
