@@ -284,7 +284,8 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         .collect();
     ensure!(
         not_available.is_empty(),
-        "volumes not available: {not_available:?}"
+        "volumes not available: {not_available:?}; Cinder says: {:#?}",
+        outcome.errors
     );
     let not_gone: BTreeMap<_, _> = outcome
         .deleted

@@ -119,22 +119,25 @@ impl RollRecorder {
                 let new = fingerprint(&w);
                 let old = live.get(&name).map(fingerprint);
                 if old.as_ref() != Some(&new) {
-                    // When a workload moves to a new image, every workload before it
-                    // in roll order must already be fully rolled out on that image.
-                    let image_changed = old.as_ref().is_some_and(|o| o.0 != new.0);
+                    // When a workload's pods change (the image, or the installed
+                    // release of the second roll), every workload before it in roll
+                    // order must already be fully rolled out on the same.
                     if let Some(pos) = order
                         .iter()
                         .position(|n| *n == name)
-                        .filter(|_| image_changed)
+                        .filter(|_| old.is_some())
                     {
                         for earlier in &order[..pos] {
-                            let ok = live
-                                .get(earlier)
-                                .is_some_and(|e| fingerprint(e).0 == new.0 && e.complete);
+                            let ok = live.get(earlier).is_some_and(|e| {
+                                let (image, release) = fingerprint(e);
+                                image == new.0
+                                    && (release.is_none() || new.1.is_none() || release == new.1)
+                                    && e.complete
+                            });
                             if !ok {
                                 v.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
-                                    "{name} changed to {} before {earlier} was rolled out",
-                                    new.0
+                                    "{name} changed to {:?} before {earlier} was rolled out",
+                                    new
                                 ));
                             }
                         }

@@ -107,6 +107,8 @@ pub struct ObservedWorkload {
     pub installed_release: Option<String>,
     /// The RPC/object version pin its pods run with, if any.
     pub pin: Option<String>,
+    /// The configuration hash its pod template carries, if any.
+    pub config_hash: Option<String>,
     pub rollout: Rollout,
     /// The rollout made no progress within its deadline (the Deployment's
     /// `Progressing` condition says `ProgressDeadlineExceeded`).

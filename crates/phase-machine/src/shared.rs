@@ -99,15 +99,40 @@ impl WorkloadParams {
         }
     }
 
-    /// The live workload runs these parameters and has finished rolling them out.
-    pub fn rolled_out(&self, workload: &WorkloadId, live: Option<&ObservedWorkload>) -> bool {
-        live.is_some_and(|w| {
-            w.image == self.image
-                && w.pin == self.pin
-                && (!workload.carries_installed_release
-                    || w.installed_release.as_deref() == Some(self.installed_release.as_str()))
-                && w.rollout.complete()
-        })
+    /// The live workload's template carries these parameters and the rendered
+    /// configuration.
+    fn current(&self, obs: &Observed, workload: &WorkloadId, live: &ObservedWorkload) -> bool {
+        live.image == self.image
+            && live.pin == self.pin
+            && (!workload.carries_installed_release
+                || live.installed_release.as_deref() == Some(self.installed_release.as_str()))
+            && live.config_hash.as_deref() == Some(obs.config_hash.as_str())
+    }
+
+    /// The workload is current and has finished rolling out.
+    pub fn settled(&self, obs: &Observed, workload: &WorkloadId) -> bool {
+        obs.workloads
+            .get(&workload.name)
+            .is_some_and(|live| self.current(obs, workload, live) && live.rollout.complete())
+    }
+
+    /// The workloads to apply with these parameters, in roll order: one whose
+    /// pods would restart waits until every workload before it has settled.
+    /// Restarting them together loses work: a Cinder scheduler that restarts
+    /// sets to `error` the volumes it had handed to a back end that was itself
+    /// restarting. Missing workloads are created at once; current ones are
+    /// applied as they are.
+    pub fn ordered_roll(&self, obs: &Observed) -> Vec<WorkloadAction> {
+        let mut actions = Vec::new();
+        let mut earlier_settled = true;
+        for workload in &obs.desired_workloads {
+            let live = obs.workloads.get(&workload.name);
+            if earlier_settled || live.is_none_or(|l| self.current(obs, workload, l)) {
+                actions.push(self.apply(workload));
+            }
+            earlier_settled &= self.settled(obs, workload);
+        }
+        actions
     }
 }
 

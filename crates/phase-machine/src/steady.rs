@@ -124,14 +124,14 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
     };
     let mut workloads = Vec::new();
     if synced {
-        workloads.extend(obs.desired_workloads.iter().map(|w| params.apply(w)));
+        workloads.extend(params.ordered_roll(obs));
     }
     workloads.extend(removed_workloads(obs));
 
     let pending: Vec<&str> = obs
         .desired_workloads
         .iter()
-        .filter(|w| !params.rolled_out(w, obs.workloads.get(&w.name)))
+        .filter(|w| !params.settled(obs, w))
         .map(|w| w.name.as_str())
         .collect();
     let deployments = if pending.is_empty() {

@@ -330,7 +330,7 @@ fn advance(
                 let pending = obs
                     .desired_workloads
                     .iter()
-                    .position(|w| !params.rolled_out(w, obs.workloads.get(&w.name)));
+                    .position(|w| !params.settled(obs, w));
                 let Some(position) = pending else {
                     if let Some(reason) = phase.complete_event {
                         events.push(normal(
@@ -343,11 +343,7 @@ fn advance(
                     continue;
                 };
                 let workload = &obs.desired_workloads[position];
-                // Workloads up to the one rolling get the target; later ones wait.
-                let mut workloads: Vec<WorkloadAction> = obs.desired_workloads[..=position]
-                    .iter()
-                    .map(|w| params.apply(w))
-                    .collect();
+                let mut workloads = params.ordered_roll(obs);
                 workloads.extend(removed_workloads(obs));
                 let stalled = obs.workloads.get(&workload.name).is_some_and(|w| w.stalled);
                 let deployments = if stalled {
@@ -406,14 +402,7 @@ fn roll_params(image: &str, installed: Release, pin: Pin) -> WorkloadParams {
 /// Workloads rolled earlier in this upgrade keep their parameters; before the
 /// roll, workloads are left exactly as they are.
 fn keep_rolled(obs: &Observed, rolled: Option<&WorkloadParams>) -> Vec<WorkloadAction> {
-    let mut actions: Vec<WorkloadAction> = match rolled {
-        Some(params) => obs
-            .desired_workloads
-            .iter()
-            .map(|w| params.apply(w))
-            .collect(),
-        None => Vec::new(),
-    };
+    let mut actions = rolled.map_or_else(Vec::new, |params| params.ordered_roll(obs));
     actions.extend(removed_workloads(obs));
     actions
 }

@@ -20,6 +20,8 @@ enum Action {
     Hang(u8),
     Unhang,
     PatchTag,
+    /// Edit the rendered configuration (every workload's template changes).
+    EditConfig,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -32,6 +34,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => (0u8..4).prop_map(Action::Hang),
         1 => Just(Action::Unhang),
         1 => Just(Action::PatchTag),
+        1 => Just(Action::EditConfig),
     ]
 }
 
@@ -142,6 +145,26 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
         }
     }
 
+    // Pods restart one workload at a time, in roll order: a workload's template
+    // changes only while every workload before it is fully rolled out and stays.
+    for (index, workload) in before.desired_workloads.iter().enumerate() {
+        if !restarts(before, d, workload) {
+            continue;
+        }
+        for earlier in &before.desired_workloads[..index] {
+            let rolled_out = before
+                .workloads
+                .get(&earlier.name)
+                .is_some_and(|l| l.rollout.complete());
+            prop_assert!(
+                rolled_out && !restarts(before, d, earlier),
+                "{} restarts while {} is not settled",
+                workload.name,
+                earlier.name
+            );
+        }
+    }
+
     // A held or aborted upgrade creates no Job.
     let db_reason = now
         .conditions
@@ -161,6 +184,30 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
         );
     }
     Ok(())
+}
+
+/// Whether the decision changes the pod template of a live workload.
+fn restarts(before: &Observed, d: &Decision, workload: &WorkloadId) -> bool {
+    let Some(live) = before.workloads.get(&workload.name) else {
+        return false;
+    };
+    d.workloads.iter().any(|action| match action {
+        WorkloadAction::Apply {
+            name,
+            image,
+            installed_release,
+            pin,
+        } if *name == workload.name => {
+            let annotation = workload
+                .carries_installed_release
+                .then(|| installed_release.clone());
+            live.image != *image
+                || live.pin != *pin
+                || live.installed_release != annotation
+                || live.config_hash.as_deref() != Some(before.config_hash.as_str())
+        }
+        _ => false,
+    })
 }
 
 fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
@@ -209,6 +256,9 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                 for wl in w.obs.workloads.values_mut() {
                     wl.rollout.total = wl.rollout.desired;
                 }
+            }
+            Action::EditConfig => {
+                w.obs.config_hash = format!("{}+", w.obs.config_hash);
             }
             Action::PatchTag => {
                 let release = w.obs.spec.release.clone();

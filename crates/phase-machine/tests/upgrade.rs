@@ -150,6 +150,52 @@ fn roll_order_is_gated_on_each_complete_rollout() {
 }
 
 #[test]
+fn second_roll_restarts_one_workload_at_a_time_in_roll_order() {
+    let mut w = World::install("2026.1");
+    w.set_release("2026.2");
+    w.run_until(50, |d| d.status.phase == "Contracting");
+    w.hanging.insert("c-scheduler".into());
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    let annotation = |w: &World, name: &str| w.obs.workloads[name].installed_release.clone();
+    assert_eq!(annotation(&w, "c-scheduler").as_deref(), Some("2026.2"));
+    for name in ["c-volume-lvm", "c-backup"] {
+        assert_eq!(
+            annotation(&w, name).as_deref(),
+            Some("2026.1"),
+            "{name} waits while the scheduler rolls"
+        );
+    }
+    w.hanging.clear();
+    if let Some(s) = w.obs.workloads.get_mut("c-scheduler") {
+        s.rollout.total = 1;
+    }
+    w.settle();
+    for name in ["c-volume-lvm", "c-backup"] {
+        assert_eq!(annotation(&w, name).as_deref(), Some("2026.2"), "{name}");
+    }
+}
+
+#[test]
+fn a_config_edit_restarts_one_workload_at_a_time_in_roll_order() {
+    let mut w = World::install("2026.1");
+    w.hanging.insert("c-volume-lvm".into());
+    w.obs.config_hash = "edited".into();
+    w.settle();
+    let hash = |w: &World, name: &str| w.obs.workloads[name].config_hash.clone();
+    for name in ["c-scheduler", "c-volume-lvm"] {
+        assert_eq!(hash(&w, name).as_deref(), Some("edited"), "{name}");
+    }
+    for name in ["c-backup", "c"] {
+        assert_ne!(
+            hash(&w, name).as_deref(),
+            Some("edited"),
+            "{name} waits for the volume roll"
+        );
+    }
+}
+
+#[test]
 fn second_roll_moves_the_installed_release_annotation_except_on_the_api() {
     let mut w = World::install("2026.1");
     w.set_release("2026.2");

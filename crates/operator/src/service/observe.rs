@@ -21,7 +21,7 @@ use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::labels::{COMPONENT, POD_SPEC_HASH};
+use crate::labels::{COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
 
 /// A workload as read, of either kind.
 pub enum LiveWorkload {
@@ -291,6 +291,7 @@ fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> Ob
         image,
         installed_release: annotation(S::INSTALLED_RELEASE_ANNOTATION),
         pin: annotation(PIN_ANNOTATION),
+        config_hash: annotation(CONFIG_HASH),
         stalled,
         rollout,
     }

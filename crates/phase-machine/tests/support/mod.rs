@@ -167,8 +167,12 @@ impl World {
                         .is_some_and(|w| w.carries_installed_release);
                     let annotation = carries.then(|| installed_release.clone());
                     let previous = self.obs.workloads.get(name).cloned();
+                    let config_hash = Some(self.obs.config_hash.clone());
                     let changed = previous.as_ref().is_none_or(|p| {
-                        &p.image != image || p.pin != *pin || p.installed_release != annotation
+                        &p.image != image
+                            || p.pin != *pin
+                            || p.installed_release != annotation
+                            || p.config_hash != config_hash
                     });
                     let generation = previous.as_ref().map(|p| p.rollout.generation).unwrap_or(0)
                         + i64::from(changed);
@@ -203,6 +207,7 @@ impl World {
                             image: image.clone(),
                             installed_release: annotation,
                             pin: pin.clone(),
+                            config_hash,
                             rollout,
                             stalled: false,
                         },

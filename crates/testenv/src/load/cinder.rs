@@ -56,6 +56,8 @@ pub struct CinderLoadOutcome {
     pub deleted: BTreeMap<String, String>,
     /// Backups the client asked for: id → final status (and fail reason).
     pub backups: BTreeMap<String, String>,
+    /// Volumes that ended in `error`: id → what Cinder says about them.
+    pub errors: BTreeMap<String, String>,
 }
 
 /// Options of the load.
@@ -159,32 +161,7 @@ impl Worker {
     ) -> Option<Value> {
         let at = SystemTime::now();
         let started = Instant::now();
-        let result = match self.endpoints.pick() {
-            None => Err(format!("{method} {path}: no ready endpoint")),
-            Some(endpoint) => {
-                let mut request = self
-                    .http
-                    .request(method.clone(), format!("http://{endpoint}/v3{path}"))
-                    .header("X-Auth-Token", TOKEN)
-                    .header("Accept", "application/json");
-                if let Some(body) = &body {
-                    request = request.json(body);
-                }
-                match request.send().await {
-                    Ok(response) => {
-                        let status = response.status().as_u16();
-                        let text = response.text().await.unwrap_or_default();
-                        if status == expect {
-                            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-                        } else {
-                            let text: String = text.chars().take(300).collect();
-                            Err(format!("{method} {path} via {endpoint}: {status} {text}"))
-                        }
-                    }
-                    Err(e) => Err(format!("{method} {path} via {endpoint}: {e}")),
-                }
-            }
-        };
+        let result = self.send(method, path, body, expect, None).await;
         let failure = result.as_ref().err().cloned();
         record(
             &self.tally,
@@ -195,6 +172,82 @@ impl Worker {
             },
         );
         result.ok()
+    }
+
+    /// One request, not tallied; `microversion` sets `OpenStack-API-Version`.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        expect: u16,
+        microversion: Option<&str>,
+    ) -> std::result::Result<Value, String> {
+        let Some(endpoint) = self.endpoints.pick() else {
+            return Err(format!("{method} {path}: no ready endpoint"));
+        };
+        let mut request = self
+            .http
+            .request(method.clone(), format!("http://{endpoint}/v3{path}"))
+            .header("X-Auth-Token", TOKEN)
+            .header("Accept", "application/json");
+        if let Some(version) = microversion {
+            request = request.header("OpenStack-API-Version", format!("volume {version}"));
+        }
+        if let Some(body) = &body {
+            request = request.json(body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("{method} {path} via {endpoint}: {e}"))?;
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        if status == expect {
+            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+        } else {
+            let text: String = text.chars().take(300).collect();
+            Err(format!("{method} {path} via {endpoint}: {status} {text}"))
+        }
+    }
+
+    /// What Cinder says about each volume that ended in `error`: its host, its
+    /// timestamps and the user messages naming it (API microversion 3.3).
+    async fn explain_errors(&self) -> BTreeMap<String, String> {
+        let failed: Vec<&Tracked> = self
+            .volumes
+            .iter()
+            .filter(|v| v.status == "error")
+            .collect();
+        if failed.is_empty() {
+            return BTreeMap::new();
+        }
+        let messages = self
+            .send(Method::GET, "/messages", None, 200, Some("3.3"))
+            .await
+            .unwrap_or_else(|e| json!({ "unreadable": e }));
+        let mut explained = BTreeMap::new();
+        for volume in failed {
+            let path = format!("/volumes/{}", volume.id);
+            let detail = match self.send(Method::GET, &path, None, 200, None).await {
+                Ok(v) => format!(
+                    "host {} created {} updated {}",
+                    v["volume"]["os-vol-host-attr:host"],
+                    v["volume"]["created_at"],
+                    v["volume"]["updated_at"]
+                ),
+                Err(e) => e,
+            };
+            let said: Vec<String> = messages["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["resource_uuid"].as_str() == Some(volume.id.as_str()))
+                .map(|m| format!("{} at {}", m["user_message"], m["created_at"]))
+                .collect();
+            explained.insert(volume.id.clone(), format!("{detail}; messages: {said:?}"));
+        }
+        explained
     }
 
     async fn create_volume(&mut self, backups: bool) {
@@ -333,6 +386,7 @@ impl Worker {
         }
         let mut outcome = CinderLoadOutcome {
             backups: self.backups.clone(),
+            errors: self.explain_errors().await,
             ..Default::default()
         };
         for volume in &self.volumes {
