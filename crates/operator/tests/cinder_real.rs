@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
+use common::real::{log_lines_naming, percentile, prepare_images, query, rows, secret};
 use common::{Harness, StatusRecorder, condition};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
-use kube::Api;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::PostParams;
 use ratchet_api::cinder::v1beta1::Cinder;
+use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
 use ratchet_testenv::load::cinder::{CinderLoad, CinderLoadOptions};
-use ratchet_testenv::process_kubelet::images::Catalogue;
 use ratchet_testenv::wait::until;
 use serde_json::json;
 
@@ -26,36 +26,6 @@ const FAKE_DRIVER: &str = "cinder.tests.fake_driver.FakeLoggingVolumeDriver";
 /// Cold: the first db sync and every real process start on two cores.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(900);
-
-/// Builds (or finds cached) every image the test runs, before any timeout starts.
-async fn prepare_images() -> Result<()> {
-    tokio::task::spawn_blocking(|| -> Result<()> {
-        let catalogue = Catalogue::load()?;
-        for image in [
-            "ratchet.test/cinder:2026.1",
-            "ratchet.test/cinder:2026.2",
-            backing::MARIADB_IMAGE,
-            backing::RABBITMQ_IMAGE,
-        ] {
-            catalogue
-                .resolve(image)
-                .map_err(|e| anyhow::anyhow!("{}", e.0))?;
-        }
-        Ok(())
-    })
-    .await?
-}
-
-async fn secret(h: &Harness, name: &str, key: &str, value: String) -> Result<()> {
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "stringData": { key: value },
-    }))?;
-    h.api::<Secret>()
-        .create(&PostParams::default(), &secret)
-        .await?;
-    Ok(())
-}
 
 fn manifest(release: &str) -> serde_json::Value {
     json!({
@@ -80,69 +50,22 @@ fn manifest(release: &str) -> serde_json::Value {
     })
 }
 
-/// Runs `sql` with the mariadb client in a pod of its own; its output.
-async fn query(h: &Harness, db: &Backing, label: &str, sql: &str) -> Result<String> {
-    let pods: Api<Pod> = h.api();
-    let name = format!("query-{label}");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "spec": { "restartPolicy": "Never", "containers": [{
-            "name": "query", "image": backing::MARIADB_IMAGE,
-            "command": ["mariadb", "-h", db.ip.to_string(), "-u", backing::USER,
-                format!("-p{}", backing::PASSWORD), "--batch", "--skip-column-names", "cinder", "-e", sql],
-        }] }
-    }))?;
-    pods.create(&PostParams::default(), &pod).await?;
-    let done = until(
-        &pods,
-        &name,
-        Duration::from_secs(60),
-        "query finished",
-        |p| {
-            matches!(
-                p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                Some("Succeeded" | "Failed")
-            )
-        },
-    )
-    .await?;
-    let log = std::fs::read_to_string(h.env.pod_log(h.name(), &name, "query")?)?;
-    ensure!(
-        done.status.and_then(|s| s.phase).as_deref() == Some("Succeeded"),
-        "{sql}: {log}"
-    );
-    Ok(log)
-}
-
 /// The `services` rows: (binary, host, rpc version, object version, up).
-async fn service_rows(h: &Harness, db: &Backing, label: &str) -> Result<Vec<Vec<String>>> {
-    let out = query(
-        h,
+async fn service_rows(netns: &ClientNetns, db: &Backing) -> Result<Vec<Vec<String>>> {
+    rows(
+        netns,
         db,
-        label,
+        "cinder",
         "SELECT `binary`, host, rpc_current_version, object_current_version, \
          TIMESTAMPDIFF(SECOND, COALESCE(updated_at, created_at), UTC_TIMESTAMP()) < 60 \
          FROM services WHERE deleted = 0 ORDER BY `binary`, host",
     )
-    .await?;
-    Ok(out
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect())
-        .collect())
-}
-
-fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[index.min(values.len() - 1)]
+    .await
 }
 
 #[tokio::test]
 async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lost() -> Result<()> {
-    prepare_images().await?;
+    prepare_images(&["ratchet.test/cinder:2026.1", "ratchet.test/cinder:2026.2"]).await?;
     let h = Harness::start_real("cinder-real").await?;
     let db = backing::mariadb(&h.client, h.name(), "mariadb", &["cinder"]).await?;
     let mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq").await?;
@@ -172,10 +95,10 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     )
     .await
     .context("install")?;
-    let rows = service_rows(&h, &db, "installed").await?;
+    let netns = h.env.client_netns()?;
+    let rows = service_rows(&netns, &db).await?;
     eprintln!("services after install: {rows:?}");
 
-    let netns = h.env.client_netns()?;
     // No backups in the load: backing up a volume of cinder's fake driver goes
     // through os-brick's iSCSI connector, which needs root (sudo/rootwrap) and
     // an initiator no unprivileged pod here has (docs/testenv.md). The backup
@@ -194,9 +117,9 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     // `cinder-status upgrade check` reports its Service UUIDs check as a failure
     // (exit 2), which seed 000 tolerates as a warning.
     query(
-        &h,
+        &netns,
         &db,
-        "unlinked",
+        "cinder",
         "UPDATE volumes SET service_uuid = NULL WHERE deleted = 0 LIMIT 1",
     )
     .await?;
@@ -282,20 +205,24 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         .iter()
         .filter(|(_, s)| *s != "available")
         .collect();
-    ensure!(
-        not_available.is_empty(),
-        "volumes not available: {not_available:?}; Cinder says: {:#?}",
-        outcome.errors
-    );
     let not_gone: BTreeMap<_, _> = outcome
         .deleted
         .iter()
         .filter(|(_, s)| *s != "gone")
         .collect();
-    ensure!(
-        not_gone.is_empty(),
-        "deleted volumes still listed: {not_gone:?}"
-    );
+    if !not_available.is_empty() || !not_gone.is_empty() {
+        let ids: Vec<&str> = not_available
+            .keys()
+            .chain(not_gone.keys())
+            .map(|id| id.as_str())
+            .collect();
+        anyhow::bail!(
+            "kept volumes not available: {not_available:?}; deleted volumes still listed: \
+             {not_gone:?}; Cinder says: {:#?}; the logs say: {:#?}",
+            outcome.errors,
+            log_lines_naming(&h, &ids),
+        );
+    }
     eprintln!("backups: {:?}", outcome.backups);
 
     let phases = recorder.phases();
@@ -315,7 +242,7 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     );
 
     // Every row of every binary is a workload that exists, up, at 29.0.0's versions.
-    let rows = service_rows(&h, &db, "upgraded").await?;
+    let rows = service_rows(&netns, &db).await?;
     let hosts: Vec<(&str, &str)> = rows
         .iter()
         .map(|r| (r[0].as_str(), r[1].as_str()))

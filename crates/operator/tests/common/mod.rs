@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod real;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
