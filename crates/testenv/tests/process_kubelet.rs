@@ -1150,6 +1150,33 @@ async fn rabbitmq_runs_as_a_pod_and_speaks_amqp() -> Result<()> {
 }
 
 #[tokio::test]
+async fn a_non_root_container_writes_tmp_and_dev_shm() -> Result<()> {
+    let (env, client, ns) = setup("pk-shm").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let mut pod = pod_json(
+        "shm",
+        "Never",
+        json!([shell(
+            "main",
+            "touch /tmp/file /dev/shm/sem.file && stat -c '%A %n' /tmp /dev/shm"
+        )]),
+    );
+    pod["spec"]["securityContext"] = json!({ "runAsUser": 4242, "runAsGroup": 4242 });
+    create(&pods, pod).await?;
+    let done = finished(&pods, "shm").await?;
+    let out = log(env, &ns, "shm", "main")?;
+    // Python's multiprocessing makes its semaphores in /dev/shm (ironic-conductor
+    // creates one at import); both are sticky and world-writable, as runtimes make them.
+    ensure!(
+        phase(&done) == "Succeeded" && out == "drwxrwxrwt /tmp\ndrwxrwxrwt /dev/shm\n",
+        "{:?}\n{out}",
+        done.status
+    );
+    ns.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_claim_waits_for_its_object_and_keeps_its_files_across_pods() -> Result<()> {
     let (env, client, ns) = setup("pk-claim").await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());

@@ -202,9 +202,14 @@ pub fn filesystem_args(
         .collect();
     let mut args = Vec::new();
     layout_dir("", &expand, &mut args);
+    // /dev/shm is a world-writable tmpfs, as container runtimes give every
+    // container: POSIX semaphores live there (Python's multiprocessing locks).
     push(
         &mut args,
-        &["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"],
+        &[
+            "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
+            "--tmpfs", "/run",
+        ],
     );
     if read_only_root {
         push(&mut args, &["--dir", "/tmp"]);
