@@ -57,7 +57,16 @@ enum Service {
 /// itself for `service` (written out here, not taken from the code under test).
 fn managed(service: Service, section: &str, option: &str) -> bool {
     let option = option.to_ascii_lowercase().replace('-', "_");
-    (section.eq_ignore_ascii_case("database") && option == "connection")
+    let ironic_owns = [
+        ("deploy", "http_root"),
+        ("pxe", "tftp_root"),
+        ("api", "api_workers"),
+    ];
+    (service == Service::Ironic
+        && ironic_owns
+            .iter()
+            .any(|&(s, o)| section.eq_ignore_ascii_case(s) && option == o))
+        || (section.eq_ignore_ascii_case("database") && option == "connection")
         || (section.eq_ignore_ascii_case("DEFAULT")
             && (option == "transport_url"
                 || (service == Service::Ironic && option == "pin_release_version")
@@ -191,8 +200,11 @@ fn base() -> serde_json::Value {
 }
 
 /// What a rendered file may hold beyond the resource's own entries.
-const OWN: [(&str, &str); 7] = [
+const OWN: [(&str, &str); 10] = [
     ("DEFAULT", "enabled_backends"),
+    ("deploy", "http_root"),
+    ("pxe", "tftp_root"),
+    ("api", "api_workers"),
     ("DEFAULT", "use_stderr"),
     ("DEFAULT", "api_paste_config"),
     ("DEFAULT", "resource_query_filters_file"),
@@ -347,6 +359,9 @@ fn fuzz_ironic(u: &mut Unstructured) -> Result<()> {
         ("database", "connection"),
         ("DEFAULT", "transport_url"),
         ("DEFAULT", "pin_release_version"),
+        ("deploy", "http_root"),
+        ("pxe", "tftp_root"),
+        ("api", "api_workers"),
     ];
     let breaks_rules = unsafe_sections(&spec.extra_config)
         || secret_options_break_rules(&spec.secret_options, &file, &environment);

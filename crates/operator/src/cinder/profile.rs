@@ -10,6 +10,7 @@ use super::{config, filters, paste};
 use crate::service::OpenStackService;
 use crate::service::model::{
     API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
+    WorkloadVolume,
 };
 use crate::service::readiness;
 use crate::service::secret_options;
@@ -159,9 +160,9 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         ),
         None => readiness::api(CONFIG_DIR, API_PORT, "/v3/"),
     };
-    let claims = match (role, &spec.backup.posix_volume_claim) {
+    let volumes = match (role, &spec.backup.posix_volume_claim) {
         (Role::Backup, Some(claim)) => {
-            vec![(claim.clone(), config::BACKUP_POSIX_PATH.to_string())]
+            vec![WorkloadVolume::claim(claim, config::BACKUP_POSIX_PATH)]
         }
         _ => Vec::new(),
     };
@@ -175,7 +176,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         env,
         api_port: (*role == Role::Api).then_some(API_PORT),
         carries_installed_release: role.carries_installed_release(),
-        claims,
+        volumes,
         readiness,
         pre_stop_sleep_seconds: (*role == Role::Api).then_some(API_DRAIN_SECONDS),
         // A stopping scheduler, volume or backup service finishes what it took.
@@ -514,10 +515,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            model.workload("c-backup").map(|w| w.claims.clone()),
-            Some(vec![(
-                "backups".to_string(),
-                "/var/lib/cinder/backup".to_string()
+            model.workload("c-backup").map(|w| w.volumes.clone()),
+            Some(vec![WorkloadVolume::claim(
+                "backups",
+                "/var/lib/cinder/backup"
             )])
         );
         let files = model.files().expect("rendered");

@@ -6,10 +6,35 @@
 use ratchet_api::ironic::v1alpha1::{Ironic, IronicSpec};
 
 use crate::service::OpenStackService;
-use crate::service::ini::{self, Sections};
+use crate::service::ini::{self, ManagedOption, Sections};
 use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL};
 use crate::service::secret_options;
 use crate::service::status::EXTRA_CONFIG;
+
+/// Where conductors write the boot files they serve over HTTP (iPXE's
+/// `boot.ipxe` is written there when the driver loads, into a directory that
+/// must exist) and over TFTP: emptyDirs Ratchet mounts on every conductor.
+pub const HTTP_ROOT: &str = "/var/lib/ironic/httpboot";
+pub const TFTP_ROOT: &str = "/var/lib/ironic/tftpboot";
+
+pub const HTTP_ROOT_OPTION: ManagedOption = ManagedOption {
+    section: "deploy",
+    option: "http_root",
+    set_from: "Ratchet (an emptyDir at /var/lib/ironic/httpboot on every conductor)",
+};
+pub const TFTP_ROOT_OPTION: ManagedOption = ManagedOption {
+    section: "pxe",
+    option: "tftp_root",
+    set_from: "Ratchet (an emptyDir at /var/lib/ironic/tftpboot on every conductor)",
+};
+/// ironic-api's workers each bind the API port themselves (cheroot, forked
+/// after configuration), so every worker past the first fails with "Address
+/// already in use" and is restarted forever: one per pod, scaled by replicas.
+pub const API_WORKERS_OPTION: ManagedOption = ManagedOption {
+    section: "api",
+    option: "api_workers",
+    set_from: "Ratchet (one worker per pod: scale with spec.api.replicas)",
+};
 
 /// The file, or why it cannot be written: the entries of `extraConfig` that
 /// oslo.config would read otherwise than written (nothing is rendered then).
@@ -31,6 +56,16 @@ pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, 
         .entry("oslo_concurrency".into())
         .or_default()
         .insert("lock_path".into(), "/var/lib/ironic/tmp".into());
+    for (option, value) in [
+        (HTTP_ROOT_OPTION, HTTP_ROOT),
+        (TFTP_ROOT_OPTION, TFTP_ROOT),
+        (API_WORKERS_OPTION, "1"),
+    ] {
+        sections
+            .entry(option.section.into())
+            .or_default()
+            .insert(option.option.into(), value.into());
+    }
     ini::overlay(&mut sections, &spec.extra_config, Ironic::MANAGED_OPTIONS);
     ini::write(
         &[
@@ -71,6 +106,14 @@ mod tests {
         );
         assert!(!text.contains("connection ="));
         assert!(!text.contains("pin_release_version ="));
+        // Boot files go to the conductors' emptyDirs; one API worker per pod.
+        for written in [
+            "[deploy]\nhttp_root = /var/lib/ironic/httpboot\n",
+            "[pxe]\ntftp_root = /var/lib/ironic/tftpboot\n",
+            "[api]\napi_workers = 1\n",
+        ] {
+            assert!(text.contains(written), "{written} in {text}");
+        }
 
         spec.extra_config.insert(
             "conductor".into(),

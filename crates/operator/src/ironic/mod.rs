@@ -21,8 +21,14 @@ impl OpenStackService for Ironic {
     const SERVICE: &'static str = SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "ironic.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "ironic.c5c3.io/last-upgrade-check-job-uid";
-    const MANAGED_OPTIONS: &'static [ManagedOption] =
-        &[DATABASE_CONNECTION, TRANSPORT_URL, PIN_RELEASE_VERSION];
+    const MANAGED_OPTIONS: &'static [ManagedOption] = &[
+        DATABASE_CONNECTION,
+        TRANSPORT_URL,
+        PIN_RELEASE_VERSION,
+        config::HTTP_ROOT_OPTION,
+        config::TFTP_ROOT_OPTION,
+        config::API_WORKERS_OPTION,
+    ];
     const DEFAULT_UID: i64 = 42422;
 
     fn profile() -> Profile {

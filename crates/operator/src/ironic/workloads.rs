@@ -6,7 +6,9 @@ use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::{CONFIG_DIR, config};
 use crate::service::OpenStackService;
-use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
+use crate::service::model::{
+    API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel, WorkloadVolume,
+};
 use crate::service::readiness::{self, OWN_HOSTNAME};
 use crate::service::secret_options;
 
@@ -42,7 +44,10 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 env: Vec::new(),
                 api_port: None,
                 carries_installed_release: false,
-                claims: Vec::new(),
+                volumes: vec![
+                    WorkloadVolume::scratch(config::HTTP_ROOT),
+                    WorkloadVolume::scratch(config::TFTP_ROOT),
+                ],
                 // A conductor registers under its host name (the pod's) and
                 // heartbeats while its worker lives ([conductor] heartbeat_timeout, 60 s).
                 readiness: readiness::heartbeat(
@@ -65,7 +70,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 env: Vec::new(),
                 api_port: Some(API_PORT),
                 carries_installed_release: false,
-                claims: Vec::new(),
+                volumes: Vec::new(),
                 readiness: readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
                 pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
                 termination_grace_seconds: None,
@@ -124,6 +129,26 @@ mod tests {
                 "{env:?}"
             );
         }
-        assert!(!model.config.expect("renders").contains("password"));
+        assert!(!model.config.clone().expect("renders").contains("password"));
+        let conductor = model.workload("i-conductor").expect("conductor");
+        let object = render::workload(&owner, &model, conductor, &params).expect("renders");
+        let pod = &object["spec"]["template"]["spec"];
+        let mounts = pod["containers"][0]["volumeMounts"].to_string();
+        for (volume, path) in [
+            ("scratch-0", config::HTTP_ROOT),
+            ("scratch-1", config::TFTP_ROOT),
+        ] {
+            assert!(
+                mounts.contains(&format!(
+                    "{{\"mountPath\":\"{path}\",\"name\":\"{volume}\"}}"
+                )),
+                "{mounts}"
+            );
+            let volumes = pod["volumes"].as_array().cloned().unwrap_or_default();
+            assert!(
+                volumes.contains(&json!({ "name": volume, "emptyDir": {} })),
+                "{volumes:?}"
+            );
+        }
     }
 }

@@ -69,8 +69,9 @@ pub struct WorkloadModel {
     pub api_port: Option<i32>,
     /// Whether its pods carry the installed-release annotation (the second roll).
     pub carries_installed_release: bool,
-    /// PersistentVolumeClaims mounted into its pods: (claim, mount path).
-    pub claims: Vec<(String, String)>,
+    /// Directories mounted into its pods beyond the configuration and the
+    /// state directory, in mount order.
+    pub volumes: Vec<WorkloadVolume>,
     /// The readiness check: every long-running workload has one, so a pod that
     /// is up but not serving holds its roll.
     pub readiness: Readiness,
@@ -84,6 +85,38 @@ pub struct WorkloadModel {
     /// allowed (a Cinder back end that opted in: rootwrap, LVM) instead of
     /// restricted as the model's [`PodIdentity`].
     pub privileged: bool,
+}
+
+/// A directory of a workload's pods and what backs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadVolume {
+    pub mount_path: String,
+    pub source: VolumeSource,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VolumeSource {
+    /// A PersistentVolumeClaim the user made (its name).
+    Claim(String),
+    /// An emptyDir: scratch space the process needs to exist and be writable,
+    /// kept across container restarts, gone with the pod.
+    Scratch,
+}
+
+impl WorkloadVolume {
+    pub fn claim(claim: &str, mount_path: &str) -> WorkloadVolume {
+        WorkloadVolume {
+            mount_path: mount_path.to_string(),
+            source: VolumeSource::Claim(claim.to_string()),
+        }
+    }
+
+    pub fn scratch(mount_path: &str) -> WorkloadVolume {
+        WorkloadVolume {
+            mount_path: mount_path.to_string(),
+            source: VolumeSource::Scratch,
+        }
+    }
 }
 
 /// Everything the shared controller renders for one resource.

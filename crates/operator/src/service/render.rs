@@ -11,7 +11,9 @@ use kube::Resource;
 use ratchet_phase_machine::hash::content_hash;
 use serde_json::{Value, json};
 
-use super::model::{ENV_PIN_RELEASE_VERSION, ServiceModel, WorkloadKind, WorkloadModel};
+use super::model::{
+    ENV_PIN_RELEASE_VERSION, ServiceModel, VolumeSource, WorkloadKind, WorkloadModel,
+};
 use crate::error::{Error, Result};
 use crate::labels;
 
@@ -252,14 +254,23 @@ pub fn workload(
         );
     }
     let mut volume_mounts = mounts(model);
-    let mut claim_volumes = Vec::new();
-    for (index, (claim, path)) in workload.claims.iter().enumerate() {
-        let volume = format!("claim-{index}");
+    let mut extra_volumes = Vec::new();
+    for (index, volume) in workload.volumes.iter().enumerate() {
+        let (name, source) = match &volume.source {
+            VolumeSource::Claim(claim) => (
+                format!("claim-{index}"),
+                json!({ "persistentVolumeClaim": { "claimName": claim } }),
+            ),
+            VolumeSource::Scratch => (format!("scratch-{index}"), json!({ "emptyDir": {} })),
+        };
         if let Some(list) = volume_mounts.as_array_mut() {
-            list.push(json!({ "name": volume, "mountPath": path }));
+            list.push(json!({ "name": name, "mountPath": volume.mount_path }));
         }
-        claim_volumes
-            .push(json!({ "name": volume, "persistentVolumeClaim": { "claimName": claim } }));
+        let mut entry = json!({ "name": name });
+        if let (Some(entry), Some(source)) = (entry.as_object_mut(), source.as_object()) {
+            entry.extend(source.clone());
+        }
+        extra_volumes.push(entry);
     }
     let mut container = json!({
         "name": workload.component,
@@ -302,7 +313,7 @@ pub fn workload(
         "Always",
     );
     if let Some(volumes) = spec["volumes"].as_array_mut() {
-        volumes.extend(claim_volumes);
+        volumes.extend(extra_volumes);
     }
     if let Some(seconds) = workload.termination_grace_seconds {
         spec["terminationGracePeriodSeconds"] = json!(seconds);

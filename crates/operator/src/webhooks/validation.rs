@@ -267,4 +267,30 @@ mod ironic_tests {
             "{refused:?}"
         );
     }
+
+    #[test]
+    fn extra_config_may_not_move_the_boot_roots_or_add_api_workers() {
+        let mut spec = ironic("2026.1");
+        for (section, option, value) in [
+            ("api", "api_workers", "4"),
+            ("deploy", "http_root", "/httpboot"),
+            ("pxe", "tftp_root", "/tftpboot"),
+        ] {
+            spec.spec.extra_config.insert(
+                section.into(),
+                [(option.to_string(), value.to_string())].into(),
+            );
+        }
+        let refused = validate(&spec, None);
+        for expected in [
+            "spec.extraConfig.api.api_workers: set by Ratchet (one worker per pod: scale with spec.api.replicas)",
+            "spec.extraConfig.deploy.http_root: set by Ratchet (an emptyDir",
+            "spec.extraConfig.pxe.tftp_root: set by Ratchet (an emptyDir",
+        ] {
+            assert!(
+                refused.iter().any(|m| m.starts_with(expected)),
+                "{expected}: {refused:?}"
+            );
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! tally of requests.
 
 pub mod cinder;
+pub mod ironic;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

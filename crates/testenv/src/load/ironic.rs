@@ -1,0 +1,261 @@
+//! A client that keeps using an Ironic API while it upgrades: enrolls a few
+//! `fake-hardware` nodes, then lists them, shows one and patches one's `extra`
+//! in turn, through the API Service's ready endpoints, from a client network
+//! namespace. Between rounds it reads the version document of the endpoint it
+//! reached (its maximum microversion), so the test sees what every API pod
+//! offered when. Any transport error or unexpected status is a failure;
+//! nothing is retried to hide one. Needs `auth_strategy = noauth`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{Endpoints, RequestRecord, SharedTally, record};
+use crate::error::{Result, TestEnvError};
+use crate::shared::ClientNetns;
+
+/// A microversion both releases of the pair serve (node `extra`, `fields`).
+const MICROVERSION: &str = "1.80";
+
+/// One reading of an API pod's version document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionSample {
+    pub at: SystemTime,
+    pub endpoint: SocketAddr,
+    /// `versions[0].version`: the highest microversion it serves.
+    pub max_microversion: String,
+}
+
+/// What became of the nodes the client made.
+#[derive(Clone, Debug, Default)]
+pub struct IronicLoadOutcome {
+    /// Node UUID → the `extra.load` value the client last set (acknowledged).
+    pub expected_extra: BTreeMap<String, u64>,
+    /// Node UUID → the whole node as read after the load stopped.
+    pub nodes: BTreeMap<String, Value>,
+    pub versions: Vec<VersionSample>,
+}
+
+/// Options of the load.
+#[derive(Clone, Debug)]
+pub struct IronicLoadOptions {
+    pub nodes: usize,
+    /// Pause between rounds (a round: list, show, patch, read the version).
+    pub pause: Duration,
+}
+
+impl Default for IronicLoadOptions {
+    fn default() -> Self {
+        IronicLoadOptions {
+            nodes: 4,
+            pause: Duration::from_millis(200),
+        }
+    }
+}
+
+/// The running client.
+pub struct IronicLoad {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<IronicLoadOutcome>,
+    endpoints: Endpoints,
+    tally: SharedTally,
+}
+
+impl IronicLoad {
+    /// Starts the client in `netns` against the Service `service` (port `api`).
+    pub async fn start(
+        client: &kube::Client,
+        netns: &ClientNetns,
+        namespace: &str,
+        service: &str,
+        options: IronicLoadOptions,
+    ) -> Result<IronicLoad> {
+        let endpoints = Endpoints::follow(client, namespace, service, Some("api")).await?;
+        let tally = SharedTally::default();
+        let (stop, stopped) = watch::channel(false);
+        let worker = Worker {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|e| load_error(format!("HTTP client: {e}")))?,
+            endpoints: endpoints.clone(),
+            tally: tally.clone(),
+            outcome: IronicLoadOutcome::default(),
+        };
+        let task = netns.spawn(worker.run(options, stopped));
+        Ok(IronicLoad {
+            stop,
+            task,
+            endpoints,
+            tally,
+        })
+    }
+
+    /// Every request so far (live).
+    pub fn tally(&self) -> SharedTally {
+        self.tally.clone()
+    }
+
+    /// Ends the rounds, reads every node once more and says what became of them.
+    pub async fn stop(self) -> Result<IronicLoadOutcome> {
+        let _ = self.stop.send(true);
+        let outcome = self
+            .task
+            .await
+            .map_err(|e| load_error(format!("load task: {e}")));
+        self.endpoints.stop();
+        outcome
+    }
+}
+
+fn load_error(detail: String) -> TestEnvError {
+    TestEnvError::Service {
+        service: "ironic load client".into(),
+        detail,
+    }
+}
+
+struct Worker {
+    http: reqwest::Client,
+    endpoints: Endpoints,
+    tally: SharedTally,
+    outcome: IronicLoadOutcome,
+}
+
+impl Worker {
+    /// One tallied request to `path` (under `/v1` unless it is `/`); the
+    /// endpoint it went to and the body, if it answered `expect`.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        expect: u16,
+    ) -> Option<(SocketAddr, Value)> {
+        let at = SystemTime::now();
+        let started = Instant::now();
+        let result = match self.endpoints.pick() {
+            None => Err(format!("{method} {path}: no ready endpoint")),
+            Some(endpoint) => self
+                .send(endpoint, method, path, body, expect)
+                .await
+                .map(|v| (endpoint, v)),
+        };
+        record(
+            &self.tally,
+            RequestRecord {
+                at,
+                took: started.elapsed(),
+                failure: result.as_ref().err().cloned(),
+            },
+        );
+        result.ok()
+    }
+
+    async fn send(
+        &self,
+        endpoint: SocketAddr,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        expect: u16,
+    ) -> std::result::Result<Value, String> {
+        let url = if path == "/" {
+            format!("http://{endpoint}/")
+        } else {
+            format!("http://{endpoint}/v1{path}")
+        };
+        let mut request = self
+            .http
+            .request(method.clone(), url)
+            .header("X-OpenStack-Ironic-API-Version", MICROVERSION)
+            .header("Accept", "application/json");
+        if let Some(body) = &body {
+            request = request.json(body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("{method} {path} via {endpoint}: {e}"))?;
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        if status == expect {
+            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+        } else {
+            let text: String = text.chars().take(300).collect();
+            Err(format!("{method} {path} via {endpoint}: {status} {text}"))
+        }
+    }
+
+    async fn enroll(&mut self, count: usize) {
+        for n in 0..count {
+            let body = json!({ "name": format!("load-{n}"), "driver": "fake-hardware" });
+            if let Some((_, node)) = self.call(Method::POST, "/nodes", Some(body), 201).await
+                && let Some(uuid) = node["uuid"].as_str()
+            {
+                self.outcome.expected_extra.insert(uuid.to_string(), 0);
+            }
+        }
+    }
+
+    async fn round(&mut self, round: u64) {
+        self.call(Method::GET, "/nodes?fields=uuid,name,extra", None, 200)
+            .await;
+        let uuids: Vec<String> = self.outcome.expected_extra.keys().cloned().collect();
+        if uuids.is_empty() {
+            return;
+        }
+        let uuid = &uuids[round as usize % uuids.len()];
+        self.call(Method::GET, &format!("/nodes/{uuid}"), None, 200)
+            .await;
+        let patch = json!([{ "op": "add", "path": "/extra/load", "value": round.to_string() }]);
+        if self
+            .call(Method::PATCH, &format!("/nodes/{uuid}"), Some(patch), 200)
+            .await
+            .is_some()
+        {
+            self.outcome.expected_extra.insert(uuid.clone(), round);
+        }
+        if let Some((endpoint, doc)) = self.call(Method::GET, "/", None, 200).await
+            && let Some(version) = doc["versions"][0]["version"].as_str()
+        {
+            self.outcome.versions.push(VersionSample {
+                at: SystemTime::now(),
+                endpoint,
+                max_microversion: version.to_string(),
+            });
+        }
+    }
+
+    async fn run(
+        mut self,
+        options: IronicLoadOptions,
+        mut stop: watch::Receiver<bool>,
+    ) -> IronicLoadOutcome {
+        self.enroll(options.nodes).await;
+        let mut round = 1;
+        while !*stop.borrow() {
+            self.round(round).await;
+            round += 1;
+            tokio::select! {
+                _ = tokio::time::sleep(options.pause) => {}
+                _ = stop.changed() => {}
+            }
+        }
+        let uuids: Vec<String> = self.outcome.expected_extra.keys().cloned().collect();
+        for uuid in uuids {
+            if let Some((_, node)) = self
+                .call(Method::GET, &format!("/nodes/{uuid}"), None, 200)
+                .await
+            {
+                self.outcome.nodes.insert(uuid, node);
+            }
+        }
+        self.outcome
+    }
+}
