@@ -10,7 +10,6 @@ use super::{config, filters, paste};
 use crate::service::OpenStackService;
 use crate::service::model::{
     API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
-    WorkloadVolume,
 };
 use crate::service::readiness;
 use crate::service::secret_options;
@@ -160,9 +159,9 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         ),
         None => readiness::api(CONFIG_DIR, API_PORT, "/v3/"),
     };
-    let volumes = match (role, &spec.backup.posix_volume_claim) {
+    let claims = match (role, &spec.backup.posix_volume_claim) {
         (Role::Backup, Some(claim)) => {
-            vec![WorkloadVolume::claim(claim, config::BACKUP_POSIX_PATH)]
+            vec![(claim.clone(), config::BACKUP_POSIX_PATH.to_string())]
         }
         _ => Vec::new(),
     };
@@ -176,7 +175,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         env,
         api_port: (*role == Role::Api).then_some(API_PORT),
         carries_installed_release: role.carries_installed_release(),
-        volumes,
+        claims,
         readiness,
         pre_stop_sleep_seconds: (*role == Role::Api).then_some(API_DRAIN_SECONDS),
         // A stopping scheduler, volume or backup service finishes what it took.
@@ -198,6 +197,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             (filters::FILE, filters::render(release)),
             readiness::script(),
         ],
+        scratch_dirs: Vec::new(),
         state_dir: "/var/lib/cinder",
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
@@ -515,10 +515,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            model.workload("c-backup").map(|w| w.volumes.clone()),
-            Some(vec![WorkloadVolume::claim(
-                "backups",
-                "/var/lib/cinder/backup"
+            model.workload("c-backup").map(|w| w.claims.clone()),
+            Some(vec![(
+                "backups".to_string(),
+                "/var/lib/cinder/backup".to_string()
             )])
         );
         let files = model.files().expect("rendered");

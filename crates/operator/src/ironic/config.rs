@@ -13,19 +13,19 @@ use crate::service::status::EXTRA_CONFIG;
 
 /// Where conductors write the boot files they serve over HTTP (iPXE's
 /// `boot.ipxe` is written there when the driver loads, into a directory that
-/// must exist) and over TFTP: emptyDirs Ratchet mounts on every conductor.
+/// must exist) and over TFTP: emptyDirs Ratchet mounts in every pod and Job.
 pub const HTTP_ROOT: &str = "/var/lib/ironic/httpboot";
 pub const TFTP_ROOT: &str = "/var/lib/ironic/tftpboot";
 
 pub const HTTP_ROOT_OPTION: ManagedOption = ManagedOption {
     section: "deploy",
     option: "http_root",
-    set_from: "Ratchet (an emptyDir at /var/lib/ironic/httpboot on every conductor)",
+    set_from: "Ratchet (an emptyDir at /var/lib/ironic/httpboot)",
 };
 pub const TFTP_ROOT_OPTION: ManagedOption = ManagedOption {
     section: "pxe",
     option: "tftp_root",
-    set_from: "Ratchet (an emptyDir at /var/lib/ironic/tftpboot on every conductor)",
+    set_from: "Ratchet (an emptyDir at /var/lib/ironic/tftpboot)",
 };
 /// ironic-api's workers each bind the API port themselves (cheroot, forked
 /// after configuration), so every worker past the first fails with "Address

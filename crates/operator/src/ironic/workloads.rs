@@ -6,9 +6,7 @@ use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::{CONFIG_DIR, config};
 use crate::service::OpenStackService;
-use crate::service::model::{
-    API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel, WorkloadVolume,
-};
+use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
 use crate::service::readiness::{self, OWN_HOSTNAME};
 use crate::service::secret_options;
 
@@ -27,6 +25,9 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         config_file: CONFIG_FILE,
         config: config::render(namespace, name, spec),
         support_files: vec![readiness::script()],
+        // The boot interfaces write their files there when drivers load: in the
+        // conductors and in `ironic-status upgrade check`, which loads them too.
+        scratch_dirs: vec![config::HTTP_ROOT, config::TFTP_ROOT],
         state_dir: "/var/lib/ironic",
         secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport),
         secret_options: secret_options::environment(&spec.secret_options),
@@ -44,10 +45,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 env: Vec::new(),
                 api_port: None,
                 carries_installed_release: false,
-                volumes: vec![
-                    WorkloadVolume::scratch(config::HTTP_ROOT),
-                    WorkloadVolume::scratch(config::TFTP_ROOT),
-                ],
+                claims: Vec::new(),
                 // A conductor registers under its host name (the pod's) and
                 // heartbeats while its worker lives ([conductor] heartbeat_timeout, 60 s).
                 readiness: readiness::heartbeat(
@@ -70,7 +68,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 env: Vec::new(),
                 api_port: Some(API_PORT),
                 carries_installed_release: false,
-                volumes: Vec::new(),
+                claims: Vec::new(),
                 readiness: readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
                 pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
                 termination_grace_seconds: None,
@@ -132,23 +130,41 @@ mod tests {
         assert!(!model.config.clone().expect("renders").contains("password"));
         let conductor = model.workload("i-conductor").expect("conductor");
         let object = render::workload(&owner, &model, conductor, &params).expect("renders");
-        let pod = &object["spec"]["template"]["spec"];
-        let mounts = pod["containers"][0]["volumeMounts"].to_string();
-        for (volume, path) in [
-            ("scratch-0", config::HTTP_ROOT),
-            ("scratch-1", config::TFTP_ROOT),
+        let check = render::job(
+            &owner,
+            &model,
+            &render::JobSpec {
+                suffix: "upgrade-check",
+                image: "ironic:2026.2",
+                command: &["ironic-status".to_string()],
+                spec_hash: "h",
+                backoff_limit: 0,
+                fail_fast_exit_codes: &[],
+            },
+        )
+        .expect("renders");
+        let check = serde_json::to_value(check).expect("json");
+        for pod in [
+            &object["spec"]["template"]["spec"],
+            &check["spec"]["template"]["spec"],
         ] {
-            assert!(
-                mounts.contains(&format!(
-                    "{{\"mountPath\":\"{path}\",\"name\":\"{volume}\"}}"
-                )),
-                "{mounts}"
-            );
-            let volumes = pod["volumes"].as_array().cloned().unwrap_or_default();
-            assert!(
-                volumes.contains(&json!({ "name": volume, "emptyDir": {} })),
-                "{volumes:?}"
-            );
+            let mounts = pod["containers"][0]["volumeMounts"].to_string();
+            for (volume, path) in [
+                ("scratch-0", config::HTTP_ROOT),
+                ("scratch-1", config::TFTP_ROOT),
+            ] {
+                assert!(
+                    mounts.contains(&format!(
+                        "{{\"mountPath\":\"{path}\",\"name\":\"{volume}\"}}"
+                    )),
+                    "{mounts}"
+                );
+                let volumes = pod["volumes"].as_array().cloned().unwrap_or_default();
+                assert!(
+                    volumes.contains(&json!({ "name": volume, "emptyDir": {} })),
+                    "{volumes:?}"
+                );
+            }
         }
     }
 }

@@ -69,9 +69,8 @@ pub struct WorkloadModel {
     pub api_port: Option<i32>,
     /// Whether its pods carry the installed-release annotation (the second roll).
     pub carries_installed_release: bool,
-    /// Directories mounted into its pods beyond the configuration and the
-    /// state directory, in mount order.
-    pub volumes: Vec<WorkloadVolume>,
+    /// PersistentVolumeClaims mounted into its pods: (claim, mount path).
+    pub claims: Vec<(String, String)>,
     /// The readiness check: every long-running workload has one, so a pod that
     /// is up but not serving holds its roll.
     pub readiness: Readiness,
@@ -87,38 +86,6 @@ pub struct WorkloadModel {
     pub privileged: bool,
 }
 
-/// A directory of a workload's pods and what backs it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkloadVolume {
-    pub mount_path: String,
-    pub source: VolumeSource,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum VolumeSource {
-    /// A PersistentVolumeClaim the user made (its name).
-    Claim(String),
-    /// An emptyDir: scratch space the process needs to exist and be writable,
-    /// kept across container restarts, gone with the pod.
-    Scratch,
-}
-
-impl WorkloadVolume {
-    pub fn claim(claim: &str, mount_path: &str) -> WorkloadVolume {
-        WorkloadVolume {
-            mount_path: mount_path.to_string(),
-            source: VolumeSource::Claim(claim.to_string()),
-        }
-    }
-
-    pub fn scratch(mount_path: &str) -> WorkloadVolume {
-        WorkloadVolume {
-            mount_path: mount_path.to_string(),
-            source: VolumeSource::Scratch,
-        }
-    }
-}
-
 /// Everything the shared controller renders for one resource.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServiceModel {
@@ -132,6 +99,9 @@ pub struct ServiceModel {
     /// Files beside the configuration, in the same ConfigMap (the API's paste
     /// pipeline, the readiness check); named by their keys.
     pub support_files: Vec<(&'static str, String)>,
+    /// Directories under the state directory its processes need to exist and
+    /// be writable: an emptyDir each, in every pod and Job.
+    pub scratch_dirs: Vec<&'static str>,
     /// A writable directory for the service's state (lock files, caches).
     pub state_dir: &'static str,
     /// The database and message bus URLs.

@@ -11,9 +11,7 @@ use kube::Resource;
 use ratchet_phase_machine::hash::content_hash;
 use serde_json::{Value, json};
 
-use super::model::{
-    ENV_PIN_RELEASE_VERSION, ServiceModel, VolumeSource, WorkloadKind, WorkloadModel,
-};
+use super::model::{ENV_PIN_RELEASE_VERSION, ServiceModel, WorkloadKind, WorkloadModel};
 use crate::error::{Error, Result};
 use crate::labels;
 
@@ -138,25 +136,44 @@ fn secret_env(model: &ServiceModel) -> Vec<Value> {
         .collect()
 }
 
-fn pod_spec(owner: &Owner, security: Value, container: Value, restart_policy: &str) -> Value {
+fn pod_spec(
+    owner: &Owner,
+    model: &ServiceModel,
+    security: Value,
+    container: Value,
+    restart_policy: &str,
+) -> Value {
+    let mut volumes = vec![
+        json!({ "name": "config", "configMap": { "name": owner.config_map_name() } }),
+        json!({ "name": "state", "emptyDir": {} }),
+    ];
+    volumes.extend(
+        (0..model.scratch_dirs.len())
+            .map(|i| json!({ "name": format!("scratch-{i}"), "emptyDir": {} })),
+    );
     json!({
         "restartPolicy": restart_policy,
         "enableServiceLinks": false,
         "securityContext": security,
         "containers": [container],
-        "volumes": [
-            { "name": "config", "configMap": { "name": owner.config_map_name() } },
-            { "name": "state", "emptyDir": {} },
-        ],
+        "volumes": volumes,
         "automountServiceAccountToken": false,
     })
 }
 
 fn mounts(model: &ServiceModel) -> Value {
-    json!([
-        { "name": "config", "mountPath": model.config_dir, "readOnly": true },
-        { "name": "state", "mountPath": model.state_dir },
-    ])
+    let mut mounts = vec![
+        json!({ "name": "config", "mountPath": model.config_dir, "readOnly": true }),
+        json!({ "name": "state", "mountPath": model.state_dir }),
+    ];
+    mounts.extend(
+        model
+            .scratch_dirs
+            .iter()
+            .enumerate()
+            .map(|(i, path)| json!({ "name": format!("scratch-{i}"), "mountPath": path })),
+    );
+    Value::Array(mounts)
 }
 
 /// What the machine asked a Job to be.
@@ -196,7 +213,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
             "backoffLimit": spec.backoff_limit,
             "template": {
                 "metadata": { "labels": owner.labels(suffix) },
-                "spec": pod_spec(owner, pod_security(model, false), container, "Never"),
+                "spec": pod_spec(owner, model, pod_security(model, false), container, "Never"),
             }
         }
     });
@@ -254,23 +271,14 @@ pub fn workload(
         );
     }
     let mut volume_mounts = mounts(model);
-    let mut extra_volumes = Vec::new();
-    for (index, volume) in workload.volumes.iter().enumerate() {
-        let (name, source) = match &volume.source {
-            VolumeSource::Claim(claim) => (
-                format!("claim-{index}"),
-                json!({ "persistentVolumeClaim": { "claimName": claim } }),
-            ),
-            VolumeSource::Scratch => (format!("scratch-{index}"), json!({ "emptyDir": {} })),
-        };
+    let mut claim_volumes = Vec::new();
+    for (index, (claim, path)) in workload.claims.iter().enumerate() {
+        let volume = format!("claim-{index}");
         if let Some(list) = volume_mounts.as_array_mut() {
-            list.push(json!({ "name": name, "mountPath": volume.mount_path }));
+            list.push(json!({ "name": volume, "mountPath": path }));
         }
-        let mut entry = json!({ "name": name });
-        if let (Some(entry), Some(source)) = (entry.as_object_mut(), source.as_object()) {
-            entry.extend(source.clone());
-        }
-        extra_volumes.push(entry);
+        claim_volumes
+            .push(json!({ "name": volume, "persistentVolumeClaim": { "claimName": claim } }));
     }
     let mut container = json!({
         "name": workload.component,
@@ -308,12 +316,13 @@ pub fn workload(
     let selector = owner.labels(&workload.component);
     let mut spec = pod_spec(
         owner,
+        model,
         pod_security(model, workload.privileged),
         container,
         "Always",
     );
     if let Some(volumes) = spec["volumes"].as_array_mut() {
-        volumes.extend(extra_volumes);
+        volumes.extend(claim_volumes);
     }
     if let Some(seconds) = workload.termination_grace_seconds {
         spec["terminationGracePeriodSeconds"] = json!(seconds);

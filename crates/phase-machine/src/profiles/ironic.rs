@@ -69,7 +69,7 @@ pub fn profile() -> Profile {
                         exit_reasons: vec![ExitReason {
                             exit_code: 2,
                             reason: "UpgradeCheckFailed",
-                            explanation: "ironic-status reported a failed check (named in the message); fix its cause",
+                            explanation: "ironic-status reported a failed check (named in the message)",
                         }],
                         ..JobTemplate::upgrade_check(
                             "upgrade-check",
