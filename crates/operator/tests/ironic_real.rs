@@ -1,0 +1,413 @@
+//! Ironic for real: ironic 35.1.0 (2026.1) upgraded to 39.0.0 (2026.2) with
+//! every Job and workload a real process on the process kubelet, against a real
+//! MariaDB and RabbitMQ, while a client keeps using the API. Seed 002's table is
+//! checked from what Ironic itself reports: its API's version document and its
+//! database. Nodes use the `fake-hardware` type. Needs root (the process kubelet).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, ensure};
+use common::real::{STEADY_WINDOW, percentile, prepare_images, rows, secret};
+use common::{Harness, WorkloadChange};
+use futures::StreamExt;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
+use ratchet_testenv::ClientNetns;
+use ratchet_testenv::backing::{self, Backing};
+use ratchet_testenv::load::ironic::{IronicLoad, IronicLoadOptions};
+use ratchet_testenv::wait::until;
+use serde_json::json;
+
+const NAME: &str = "ironic";
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+const UPGRADE_TIMEOUT: Duration = Duration::from_secs(900);
+/// The API's highest microversion: 35.1.0's, which 39.0.0 keeps while pinned
+/// to 2026.1, and 39.0.0's own (`ironic/common/release_mappings.py`).
+const PINNED_MAX: &str = "1.111";
+const UNPINNED_MAX: &str = "1.115";
+/// `[conductor] heartbeat_timeout`: a conductor whose row is older is dead to Ironic.
+const HEARTBEAT_TIMEOUT_SECONDS: u32 = 60;
+const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
+
+fn manifest(release: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "ironic.openstack.c5c3.io/v1alpha1",
+        "kind": "Ironic",
+        "metadata": { "name": NAME },
+        "spec": {
+            "openStackRelease": release,
+            "image": { "repository": "ratchet.test/ironic", "tag": release },
+            "database": { "secretName": "ironic-db", "key": "connection" },
+            "transport": { "secretName": "ironic-mq", "key": "url" },
+            "api": { "replicas": 2 },
+            // Three: a stopping conductor waits for the other services' hash
+            // rings to drop it before it stops consuming only while more than
+            // one other conductor is online (docs/ironic.md, "Proven with real processes").
+            "conductor": { "replicas": 3 },
+            "extraConfig": {
+                // No Keystone resource exists yet.
+                "DEFAULT": {
+                    "auth_strategy": "noauth",
+                    "enabled_hardware_types": "ipmi,fake-hardware",
+                    "enabled_boot_interfaces": "ipxe,pxe,fake",
+                    "enabled_deploy_interfaces": "direct,fake",
+                    "enabled_management_interfaces": "ipmitool,fake",
+                    "enabled_power_interfaces": "ipmitool,fake",
+                },
+            },
+        }
+    })
+}
+
+fn ready(i: &Ironic) -> bool {
+    i.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+    })
+}
+
+/// What a background task saw, with the time it saw it.
+type Seen<T> = Arc<Mutex<Vec<(SystemTime, T)>>>;
+
+fn seen<T: Clone>(log: &Seen<T>) -> Vec<(SystemTime, T)> {
+    log.lock().map(|l| l.clone()).unwrap_or_default()
+}
+
+/// Records every (phase, pinned release) the Ironic passes through.
+fn record_status(
+    h: &Harness,
+) -> (
+    Seen<(IronicUpgradePhase, String)>,
+    tokio::task::JoinHandle<()>,
+) {
+    let log: Seen<(IronicUpgradePhase, String)> = Arc::default();
+    let (into, api) = (log.clone(), h.api::<Ironic>());
+    let task = tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            let Ok(watcher::Event::Apply(ironic) | watcher::Event::InitApply(ironic)) = event
+            else {
+                continue;
+            };
+            let Some(status) = ironic.status else {
+                continue;
+            };
+            let now = (status.upgrade_phase, status.pinned_release);
+            if let Ok(mut log) = into.lock()
+                && log.last().is_none_or(|(_, last)| *last != now)
+            {
+                log.push((SystemTime::now(), now));
+            }
+        }
+    });
+    (log, task)
+}
+
+/// Records every change of a workload's pod template pin: (workload, pin).
+fn record_pins(h: &Harness) -> (Seen<(String, Option<String>)>, tokio::task::JoinHandle<()>) {
+    let log: Seen<(String, Option<String>)> = Arc::default();
+    let into = log.clone();
+    let mut stream = h.watch_workloads();
+    let task = tokio::spawn(async move {
+        let mut last = std::collections::BTreeMap::new();
+        while let Some(event) = stream.next().await {
+            let Ok(WorkloadChange::Applied(w)) = event else {
+                continue;
+            };
+            let pin = w.template_annotation(PIN_ANNOTATION);
+            if last.insert(w.name.clone(), pin.clone()) != Some(pin.clone())
+                && let Ok(mut log) = into.lock()
+            {
+                log.push((SystemTime::now(), (w.name.clone(), pin)));
+            }
+        }
+    });
+    (log, task)
+}
+
+/// Counts conductors Ironic itself considers alive (online, heartbeat fresh),
+/// about once a second, from the client namespace.
+fn sample_conductors(
+    netns: Arc<ClientNetns>,
+    db: Backing,
+) -> (Seen<usize>, tokio::task::JoinHandle<()>) {
+    let log: Seen<usize> = Arc::default();
+    let into = log.clone();
+    let task = tokio::spawn(async move {
+        let sql = format!(
+            "SELECT COUNT(*) FROM conductors WHERE online = 1 AND \
+             TIMESTAMPDIFF(SECOND, COALESCE(updated_at, created_at), UTC_TIMESTAMP()) < {HEARTBEAT_TIMEOUT_SECONDS}"
+        );
+        loop {
+            if let Ok(out) = common::real::query(&netns, &db, "ironic", &sql).await
+                && let Ok(alive) = out.trim().parse::<usize>()
+                && let Ok(mut log) = into.lock()
+            {
+                log.push((SystemTime::now(), alive));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    (log, task)
+}
+
+/// When the first status with `phase` was seen.
+fn phase_began(
+    statuses: &[(SystemTime, (IronicUpgradePhase, String))],
+    phase: IronicUpgradePhase,
+) -> Option<SystemTime> {
+    statuses
+        .iter()
+        .find(|(_, (p, _))| *p == phase)
+        .map(|(at, _)| *at)
+}
+
+#[tokio::test]
+async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> {
+    prepare_images(&["ratchet.test/ironic:2026.1", "ratchet.test/ironic:2026.2"]).await?;
+    let h = Harness::start_real("ironic-real").await?;
+    let db = backing::mariadb(&h.client, h.name(), "mariadb", &["ironic"]).await?;
+    let mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq").await?;
+    secret(&h, "ironic-db", "connection", db.mysql_url("ironic")).await?;
+    secret(&h, "ironic-mq", "url", mq.amqp_url()).await?;
+    let ironics = h.api::<Ironic>();
+    let ironic: Ironic = serde_json::from_value(manifest("2026.1"))?;
+    ironics.create(&PostParams::default(), &ironic).await?;
+    until(
+        &ironics,
+        NAME,
+        INSTALL_TIMEOUT,
+        "installed and Ready",
+        |i| {
+            i.status
+                .as_ref()
+                .is_some_and(|s| s.installed_release == "2026.1")
+                && ready(i)
+        },
+    )
+    .await
+    .context("install")?;
+    let netns = Arc::new(h.env.client_netns()?);
+    let installed = rows(
+        &netns,
+        &db,
+        "ironic",
+        "SELECT hostname, online FROM conductors ORDER BY hostname",
+    )
+    .await?;
+    ensure!(
+        installed
+            == (0..3)
+                .map(|i| vec![format!("ironic-conductor-{i}"), "1".into()])
+                .collect::<Vec<_>>(),
+        "every conductor registers under its pod name: {installed:?}"
+    );
+
+    let load = IronicLoad::start(
+        &h.client,
+        &netns,
+        h.name(),
+        NAME,
+        IronicLoadOptions::default(),
+    )
+    .await?;
+    let (statuses, status_task) = record_status(&h);
+    let (pins, pin_task) = record_pins(&h);
+    let (alive, alive_task) = sample_conductors(netns.clone(), db.clone());
+    let steady_from = SystemTime::now();
+    tokio::time::sleep(STEADY_WINDOW).await;
+    let upgrade_from = SystemTime::now();
+    ironics
+        .patch(
+            NAME,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } }),
+            ),
+        )
+        .await?;
+    until(&ironics, NAME, UPGRADE_TIMEOUT, "upgraded to 2026.2", |i| {
+        i.status.as_ref().is_some_and(|s| {
+            s.installed_release == "2026.2" && s.upgrade_phase == IronicUpgradePhase::None
+        }) && ready(i)
+    })
+    .await
+    .context("upgrade")?;
+    let upgrade_to = SystemTime::now();
+    // A few rounds against the finished upgrade: the unpinned maximum is served.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let tally = load.tally();
+    let outcome = load.stop().await?;
+    for task in [status_task, pin_task, alive_task] {
+        task.abort();
+    }
+    let tally = tally
+        .lock()
+        .map_err(|_| anyhow::anyhow!("tally poisoned"))?
+        .clone();
+    let alive = seen(&alive);
+    let during: Vec<&(SystemTime, usize)> = alive
+        .iter()
+        .filter(|(at, _)| *at >= upgrade_from && *at <= upgrade_to)
+        .collect();
+    let fewer_than_two = during.iter().filter(|(_, n)| *n < 2).count();
+    let steady = tally.latencies_ms(steady_from, upgrade_from);
+    let upgrade = tally.latencies_ms(upgrade_from, upgrade_to);
+    eprintln!(
+        "FIGURES requests={} failed={} steady p50={:.1}ms p99={:.1}ms upgrade p50={:.1}ms p99={:.1}ms \
+         conductor samples={} with fewer than two alive={} fewest alive={:?} upgrade took {:.0}s",
+        tally.requests(),
+        tally.failures().len(),
+        percentile(steady.clone(), 0.5),
+        percentile(steady, 0.99),
+        percentile(upgrade.clone(), 0.5),
+        percentile(upgrade, 0.99),
+        during.len(),
+        fewer_than_two,
+        during.iter().map(|(_, n)| *n).min(),
+        upgrade_to
+            .duration_since(upgrade_from)
+            .unwrap_or_default()
+            .as_secs_f64(),
+    );
+
+    let failures = tally.failures();
+    ensure!(
+        failures.is_empty(),
+        "{} of {} requests failed, first: {:?}",
+        failures.len(),
+        tally.requests(),
+        failures.iter().take(5).collect::<Vec<_>>()
+    );
+    ensure!(
+        tally.requests() > 100,
+        "the load made only {} requests",
+        tally.requests()
+    );
+
+    // Seed 002, steps 4.1–6.4: at least one conductor alive at every moment.
+    ensure!(
+        during.len() > 10 && during.iter().all(|(_, n)| *n >= 1),
+        "a moment without a live conductor: {during:?}"
+    );
+
+    // The pin: phases in the spec's order, with 2026.1 pinned through the pinned roll.
+    let statuses = seen(&statuses);
+    let phases: Vec<IronicUpgradePhase> = statuses.iter().map(|(_, (p, _))| *p).collect();
+    let order = [
+        IronicUpgradePhase::DatabaseUpgrade,
+        IronicUpgradePhase::UpgradeCheck,
+        IronicUpgradePhase::PinnedRoll,
+        IronicUpgradePhase::Unpinning,
+        IronicUpgradePhase::OnlineMigrations,
+    ];
+    let in_order: Vec<IronicUpgradePhase> = phases
+        .iter()
+        .copied()
+        .filter(|p| order.contains(p))
+        .fold(Vec::new(), |mut v, p| {
+            if v.last() != Some(&p) {
+                v.push(p);
+            }
+            v
+        });
+    ensure!(in_order == order, "phases {phases:?}");
+    ensure!(
+        statuses
+            .iter()
+            .any(|(_, (p, pin))| *p == IronicUpgradePhase::PinnedRoll && pin == "2026.1"),
+        "the pinned roll shows its pin: {statuses:?}"
+    );
+
+    // The API offers 2026.2's microversions only once unpinning began, and
+    // 2026.1's before; after the upgrade, every pod offers 2026.2's.
+    let unpinning =
+        phase_began(&statuses, IronicUpgradePhase::Unpinning).context("no Unpinning phase seen")?;
+    for sample in &outcome.versions {
+        let expected_before = sample.at < unpinning;
+        ensure!(
+            sample.max_microversion == PINNED_MAX
+                || (!expected_before && sample.max_microversion == UNPINNED_MAX),
+            "{} offered {} at {:?} (unpinning began {:?})",
+            sample.endpoint,
+            sample.max_microversion,
+            sample.at,
+            unpinning
+        );
+    }
+    let after: Vec<&str> = outcome
+        .versions
+        .iter()
+        .filter(|s| s.at > upgrade_to)
+        .map(|s| s.max_microversion.as_str())
+        .collect();
+    ensure!(
+        !after.is_empty() && after.iter().all(|v| *v == UNPINNED_MAX),
+        "after the upgrade the API offers {after:?}"
+    );
+
+    // Conductors move before APIs in both rolls: pinned, then unpinned.
+    let pins = seen(&pins);
+    let pinned_at = |workload: &str| {
+        pins.iter()
+            .position(|(_, (w, pin))| w == workload && pin.is_some())
+    };
+    let conductor = format!("{NAME}-conductor");
+    let api = format!("{NAME}-api");
+    let pinned = (pinned_at(&conductor), pinned_at(&api));
+    ensure!(
+        matches!(pinned, (Some(c), Some(a)) if c < a),
+        "the pinned roll takes conductors first: {pins:?}"
+    );
+    let unpinned_at = |workload: &str| {
+        let pinned_at = pins
+            .iter()
+            .position(|(_, (w, pin))| w == workload && pin.is_some())?;
+        pins.iter()
+            .skip(pinned_at)
+            .position(|(_, (w, pin))| w == workload && pin.is_none())
+            .map(|p| p + pinned_at)
+    };
+    ensure!(
+        matches!((unpinned_at(&conductor), unpinned_at(&api)), (Some(c), Some(a)) if c < a),
+        "unpinning takes conductors first: {pins:?}"
+    );
+
+    // Nodes hold exactly what the client wrote, and their rows are at the
+    // object version both releases write (Node 1.44 in 35.1.0 and 39.0.0).
+    for (uuid, expected) in &outcome.expected_extra {
+        let node = outcome
+            .nodes
+            .get(uuid)
+            .with_context(|| format!("node {uuid} not read back"))?;
+        let load = node["extra"]["load"].as_str();
+        let wanted = (*expected > 0).then(|| expected.to_string());
+        ensure!(
+            load == wanted.as_deref() && node["driver"] == "fake-hardware",
+            "node {uuid}: {node}"
+        );
+    }
+    let versions = rows(&netns, &db, "ironic", "SELECT DISTINCT version FROM nodes").await?;
+    ensure!(
+        versions == [vec!["1.44".to_string()]],
+        "node rows at {versions:?}"
+    );
+    let conductors = rows(
+        &netns,
+        &db,
+        "ironic",
+        "SELECT hostname, online FROM conductors ORDER BY hostname",
+    )
+    .await?;
+    ensure!(
+        conductors == installed,
+        "conductors after the upgrade: {conductors:?}"
+    );
+    h.finish().await;
+    Ok(())
+}
