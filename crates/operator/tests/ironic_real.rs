@@ -18,7 +18,7 @@ use kube::runtime::watcher;
 use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
-use ratchet_testenv::load::ironic::{IronicLoad, IronicLoadOptions};
+use ratchet_testenv::load::ironic::{self, IronicLoadOptions};
 use ratchet_testenv::wait::until;
 use serde_json::json;
 
@@ -156,6 +156,12 @@ fn sample_conductors(
     (log, task)
 }
 
+/// The `conductors` rows: (hostname, online).
+async fn conductor_rows(netns: &ClientNetns, db: &Backing) -> Result<Vec<Vec<String>>> {
+    let sql = "SELECT hostname, online FROM conductors ORDER BY hostname";
+    rows(netns, db, "ironic", sql).await
+}
+
 /// When the first status with `phase` was seen.
 fn phase_began(
     statuses: &[(SystemTime, (IronicUpgradePhase, String))],
@@ -193,13 +199,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
     .await
     .context("install")?;
     let netns = Arc::new(h.env.client_netns()?);
-    let installed = rows(
-        &netns,
-        &db,
-        "ironic",
-        "SELECT hostname, online FROM conductors ORDER BY hostname",
-    )
-    .await?;
+    let installed = conductor_rows(&netns, &db).await?;
     ensure!(
         installed
             == (0..3)
@@ -208,7 +208,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
         "every conductor registers under its pod name: {installed:?}"
     );
 
-    let load = IronicLoad::start(
+    let load = ironic::start(
         &h.client,
         &netns,
         h.name(),
@@ -242,7 +242,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
     // A few rounds against the finished upgrade: the unpinned maximum is served.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let tally = load.tally();
-    let outcome = load.stop().await?;
+    let outcome = load.stop(Duration::ZERO).await?;
     for task in [status_task, pin_task, alive_task] {
         task.abort();
     }
@@ -397,13 +397,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
         versions == [vec!["1.44".to_string()]],
         "node rows at {versions:?}"
     );
-    let conductors = rows(
-        &netns,
-        &db,
-        "ironic",
-        "SELECT hostname, online FROM conductors ORDER BY hostname",
-    )
-    .await?;
+    let conductors = conductor_rows(&netns, &db).await?;
     ensure!(
         conductors == installed,
         "conductors after the upgrade: {conductors:?}"

@@ -5,15 +5,14 @@
 //! Needs `auth_strategy = noauth` (the token names the user and project).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
-use super::{Endpoints, RequestRecord, SharedTally, record};
-use crate::error::{Result, TestEnvError};
+use super::{Endpoints, RunningLoad, SharedTally, exchange, http_client, start_load, tallied};
+use crate::error::Result;
 use crate::shared::ClientNetns;
 
 /// `<user>:<project>`; the project is taken from the token, so paths carry
@@ -79,68 +78,34 @@ impl Default for CinderLoadOptions {
 }
 
 /// The running client.
-pub struct CinderLoad {
-    stop: watch::Sender<Option<Duration>>,
-    task: JoinHandle<CinderLoadOutcome>,
-    endpoints: Endpoints,
-    tally: SharedTally,
-}
+pub type CinderLoad = RunningLoad<CinderLoadOutcome>;
 
-impl CinderLoad {
-    /// Starts the client in `netns` against the Service `service` (port `api`).
-    pub async fn start(
-        client: &kube::Client,
-        netns: &ClientNetns,
-        namespace: &str,
-        service: &str,
-        options: CinderLoadOptions,
-    ) -> Result<CinderLoad> {
-        let endpoints = Endpoints::follow(client, namespace, service, Some("api")).await?;
-        let tally = SharedTally::default();
-        let (stop, stopped) = watch::channel(None);
-        let worker = Worker {
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| load_error(format!("HTTP client: {e}")))?,
-            endpoints: endpoints.clone(),
-            tally: tally.clone(),
-            volumes: Vec::new(),
-            backups: BTreeMap::new(),
-        };
-        let task = netns.spawn(worker.run(options, stopped));
-        Ok(CinderLoad {
-            stop,
-            task,
-            endpoints,
-            tally,
-        })
-    }
-
-    /// Every request so far (live).
-    pub fn tally(&self) -> SharedTally {
-        self.tally.clone()
-    }
-
-    /// Ends the rounds, then reads volumes and backups (up to `settle`) until
-    /// nothing the client made is transitional any more, and says what became
-    /// of each.
-    pub async fn stop(self, settle: Duration) -> Result<CinderLoadOutcome> {
-        let _ = self.stop.send(Some(settle));
-        let outcome = self
-            .task
-            .await
-            .map_err(|e| load_error(format!("load task: {e}")));
-        self.endpoints.stop();
-        outcome
-    }
-}
-
-fn load_error(detail: String) -> TestEnvError {
-    TestEnvError::Service {
-        service: "cinder load client".into(),
-        detail,
-    }
+/// Starts the client in `netns` against the Service `service` (port `api`).
+pub async fn start(
+    client: &kube::Client,
+    netns: &ClientNetns,
+    namespace: &str,
+    service: &str,
+    options: CinderLoadOptions,
+) -> Result<CinderLoad> {
+    let http = http_client()?;
+    start_load(
+        client,
+        netns,
+        namespace,
+        service,
+        |endpoints, tally, stop| {
+            Worker {
+                http,
+                endpoints,
+                tally,
+                volumes: Vec::new(),
+                backups: BTreeMap::new(),
+            }
+            .run(options, stop)
+        },
+    )
+    .await
 }
 
 struct Worker {
@@ -159,19 +124,7 @@ impl Worker {
         body: Option<Value>,
         expect: u16,
     ) -> Option<Value> {
-        let at = SystemTime::now();
-        let started = Instant::now();
-        let result = self.send(method, path, body, expect, None).await;
-        let failure = result.as_ref().err().cloned();
-        record(
-            &self.tally,
-            RequestRecord {
-                at,
-                took: started.elapsed(),
-                failure,
-            },
-        );
-        result.ok()
+        tallied(&self.tally, self.send(method, path, body, expect, None)).await
     }
 
     /// One request, not tallied; `microversion` sets `OpenStack-API-Version`.
@@ -189,26 +142,14 @@ impl Worker {
         let mut request = self
             .http
             .request(method.clone(), format!("http://{endpoint}/v3{path}"))
-            .header("X-Auth-Token", TOKEN)
-            .header("Accept", "application/json");
+            .header("X-Auth-Token", TOKEN);
         if let Some(version) = microversion {
             request = request.header("OpenStack-API-Version", format!("volume {version}"));
         }
         if let Some(body) = &body {
             request = request.json(body);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("{method} {path} via {endpoint}: {e}"))?;
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap_or_default();
-        if status == expect {
-            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-        } else {
-            let text: String = text.chars().take(300).collect();
-            Err(format!("{method} {path} via {endpoint}: {status} {text}"))
-        }
+        exchange(request, &format!("{method} {path} via {endpoint}"), expect).await
     }
 
     /// What Cinder says about each volume that ended in `error`: its host, its

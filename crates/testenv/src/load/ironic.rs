@@ -8,15 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
-use super::{Endpoints, RequestRecord, SharedTally, record};
-use crate::error::{Result, TestEnvError};
+use super::{Endpoints, RunningLoad, SharedTally, exchange, http_client, start_load, tallied};
+use crate::error::Result;
 use crate::shared::ClientNetns;
 
 /// A microversion both releases of the pair serve (node `extra`, `fields`).
@@ -58,66 +57,34 @@ impl Default for IronicLoadOptions {
     }
 }
 
-/// The running client.
-pub struct IronicLoad {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<IronicLoadOutcome>,
-    endpoints: Endpoints,
-    tally: SharedTally,
-}
+/// The running client; stopping it ends the rounds and reads every node once more.
+pub type IronicLoad = RunningLoad<IronicLoadOutcome>;
 
-impl IronicLoad {
-    /// Starts the client in `netns` against the Service `service` (port `api`).
-    pub async fn start(
-        client: &kube::Client,
-        netns: &ClientNetns,
-        namespace: &str,
-        service: &str,
-        options: IronicLoadOptions,
-    ) -> Result<IronicLoad> {
-        let endpoints = Endpoints::follow(client, namespace, service, Some("api")).await?;
-        let tally = SharedTally::default();
-        let (stop, stopped) = watch::channel(false);
-        let worker = Worker {
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| load_error(format!("HTTP client: {e}")))?,
-            endpoints: endpoints.clone(),
-            tally: tally.clone(),
-            outcome: IronicLoadOutcome::default(),
-        };
-        let task = netns.spawn(worker.run(options, stopped));
-        Ok(IronicLoad {
-            stop,
-            task,
-            endpoints,
-            tally,
-        })
-    }
-
-    /// Every request so far (live).
-    pub fn tally(&self) -> SharedTally {
-        self.tally.clone()
-    }
-
-    /// Ends the rounds, reads every node once more and says what became of them.
-    pub async fn stop(self) -> Result<IronicLoadOutcome> {
-        let _ = self.stop.send(true);
-        let outcome = self
-            .task
-            .await
-            .map_err(|e| load_error(format!("load task: {e}")));
-        self.endpoints.stop();
-        outcome
-    }
-}
-
-fn load_error(detail: String) -> TestEnvError {
-    TestEnvError::Service {
-        service: "ironic load client".into(),
-        detail,
-    }
+/// Starts the client in `netns` against the Service `service` (port `api`).
+pub async fn start(
+    client: &kube::Client,
+    netns: &ClientNetns,
+    namespace: &str,
+    service: &str,
+    options: IronicLoadOptions,
+) -> Result<IronicLoad> {
+    let http = http_client()?;
+    start_load(
+        client,
+        netns,
+        namespace,
+        service,
+        |endpoints, tally, stop| {
+            Worker {
+                http,
+                endpoints,
+                tally,
+                outcome: IronicLoadOutcome::default(),
+            }
+            .run(options, stop)
+        },
+    )
+    .await
 }
 
 struct Worker {
@@ -137,59 +104,27 @@ impl Worker {
         body: Option<Value>,
         expect: u16,
     ) -> Option<(SocketAddr, Value)> {
-        let at = SystemTime::now();
-        let started = Instant::now();
-        let result = match self.endpoints.pick() {
-            None => Err(format!("{method} {path}: no ready endpoint")),
-            Some(endpoint) => self
-                .send(endpoint, method, path, body, expect)
+        tallied(&self.tally, async {
+            let endpoint = self
+                .endpoints
+                .pick()
+                .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
+            let url = match path {
+                "/" => format!("http://{endpoint}/"),
+                _ => format!("http://{endpoint}/v1{path}"),
+            };
+            let mut request = self
+                .http
+                .request(method.clone(), url)
+                .header("X-OpenStack-Ironic-API-Version", MICROVERSION);
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            exchange(request, &format!("{method} {path} via {endpoint}"), expect)
                 .await
-                .map(|v| (endpoint, v)),
-        };
-        record(
-            &self.tally,
-            RequestRecord {
-                at,
-                took: started.elapsed(),
-                failure: result.as_ref().err().cloned(),
-            },
-        );
-        result.ok()
-    }
-
-    async fn send(
-        &self,
-        endpoint: SocketAddr,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-        expect: u16,
-    ) -> std::result::Result<Value, String> {
-        let url = if path == "/" {
-            format!("http://{endpoint}/")
-        } else {
-            format!("http://{endpoint}/v1{path}")
-        };
-        let mut request = self
-            .http
-            .request(method.clone(), url)
-            .header("X-OpenStack-Ironic-API-Version", MICROVERSION)
-            .header("Accept", "application/json");
-        if let Some(body) = &body {
-            request = request.json(body);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("{method} {path} via {endpoint}: {e}"))?;
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap_or_default();
-        if status == expect {
-            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-        } else {
-            let text: String = text.chars().take(300).collect();
-            Err(format!("{method} {path} via {endpoint}: {status} {text}"))
-        }
+                .map(|v| (endpoint, v))
+        })
+        .await
     }
 
     async fn enroll(&mut self, count: usize) {
@@ -235,11 +170,11 @@ impl Worker {
     async fn run(
         mut self,
         options: IronicLoadOptions,
-        mut stop: watch::Receiver<bool>,
+        mut stop: watch::Receiver<Option<Duration>>,
     ) -> IronicLoadOutcome {
         self.enroll(options.nodes).await;
         let mut round = 1;
-        while !*stop.borrow() {
+        while stop.borrow().is_none() {
             self.round(round).await;
             round += 1;
             tokio::select! {

@@ -11,10 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::error::Result;
+use crate::error::{Result, TestEnvError};
 use crate::services::ready_endpoints;
+use crate::shared::ClientNetns;
 
 /// How often the endpoints are re-read: kube-proxy follows EndpointSlices
 /// within about this long too.
@@ -122,8 +124,107 @@ impl Tally {
 /// A tally a load client writes while others read it (live counters).
 pub type SharedTally = Arc<Mutex<Tally>>;
 
-fn record(tally: &SharedTally, record: RequestRecord) {
+/// A load client running in its network namespace until stopped.
+pub struct RunningLoad<Outcome> {
+    stop: watch::Sender<Option<Duration>>,
+    task: JoinHandle<Outcome>,
+    endpoints: Endpoints,
+    tally: SharedTally,
+}
+
+impl<Outcome: Send + 'static> RunningLoad<Outcome> {
+    /// Every request so far (live).
+    pub fn tally(&self) -> SharedTally {
+        self.tally.clone()
+    }
+
+    /// Ends the rounds; the client then has up to `settle` to see what it made
+    /// reach a final state, and says what became of it.
+    pub async fn stop(self, settle: Duration) -> Result<Outcome> {
+        let _ = self.stop.send(Some(settle));
+        let outcome = self.task.await.map_err(|e| TestEnvError::Service {
+            service: "load client".into(),
+            detail: format!("its task: {e}"),
+        });
+        self.endpoints.stop();
+        outcome
+    }
+}
+
+/// Starts a client: `run` gets the endpoints of the Service `service` (port
+/// `api`), the tally and the stop signal (`Some(settle)` once stopped), and runs
+/// in `netns`.
+async fn start_load<Outcome, Run>(
+    client: &kube::Client,
+    netns: &ClientNetns,
+    namespace: &str,
+    service: &str,
+    run: impl FnOnce(Endpoints, SharedTally, watch::Receiver<Option<Duration>>) -> Run,
+) -> Result<RunningLoad<Outcome>>
+where
+    Run: Future<Output = Outcome> + Send + 'static,
+    Outcome: Send + 'static,
+{
+    let endpoints = Endpoints::follow(client, namespace, service, Some("api")).await?;
+    let tally = SharedTally::default();
+    let (stop, stopped) = watch::channel(None);
+    let task = netns.spawn(run(endpoints.clone(), tally.clone(), stopped));
+    Ok(RunningLoad {
+        stop,
+        task,
+        endpoints,
+        tally,
+    })
+}
+
+/// An HTTP client for a load: a request that takes longer than this failed.
+fn http_client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| TestEnvError::Service {
+            service: "load client".into(),
+            detail: format!("HTTP client: {e}"),
+        })
+}
+
+/// Runs one request and records when it started, how long it took and, if it
+/// failed, why.
+async fn tallied<T>(
+    tally: &SharedTally,
+    request: impl Future<Output = std::result::Result<T, String>>,
+) -> Option<T> {
+    let at = SystemTime::now();
+    let started = std::time::Instant::now();
+    let result = request.await;
     if let Ok(mut tally) = tally.lock() {
-        tally.records.push(record);
+        tally.records.push(RequestRecord {
+            at,
+            took: started.elapsed(),
+            failure: result.as_ref().err().cloned(),
+        });
+    }
+    result.ok()
+}
+
+/// Sends `request` (named `what` in failures): its JSON body (null if none)
+/// when the status is `expect`, otherwise the status and the start of the body.
+async fn exchange(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    expect: u16,
+) -> std::result::Result<serde_json::Value, String> {
+    let response = request
+        .header("Accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {e}"))?;
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    if status == expect {
+        Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+    } else {
+        let text: String = text.chars().take(300).collect();
+        Err(format!("{what}: {status} {text}"))
     }
 }
