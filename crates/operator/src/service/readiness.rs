@@ -61,7 +61,59 @@ pub fn heartbeat(
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::process::Command;
+
     use super::*;
+
+    /// Runs the script's HTTP check against a one-shot local server answering
+    /// `status` (or against a closed port): exit status and stderr.
+    fn http_check(status: Option<u16>) -> (bool, String) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let server = status.map(|status| {
+            std::thread::spawn(move || {
+                if let Ok((mut stream, _)) = listener.accept() {
+                    let mut request = [0u8; 1024];
+                    let _ = stream.read(&mut request);
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status} Status\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                }
+            })
+        });
+        let dir = std::env::temp_dir().join(format!("ratchet-readiness-{port}"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let script = dir.join(SCRIPT_FILE);
+        std::fs::write(&script, SCRIPT).expect("script");
+        // Debian's Python, as scripts/test installs it: the script needs nothing else here.
+        let output = Command::new("/usr/bin/python3.11")
+            .arg(&script)
+            .args(["http", &port.to_string(), "/v3/"])
+            .output()
+            .expect("python3.11 runs");
+        if let Some(server) = server {
+            let _ = server.join();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_api_check_passes_an_answer_without_a_server_error_only() {
+        assert_eq!(http_check(Some(200)), (true, String::new()));
+        // An API whose pipeline authenticates is serving.
+        assert_eq!(http_check(Some(401)), (true, String::new()));
+        let (ready, why) = http_check(Some(500));
+        assert!(!ready && why.contains("GET /v3/ answered 500"), "{why}");
+        let (ready, why) = http_check(None);
+        assert!(!ready && why.starts_with("not ready: GET /v3/:"), "{why}");
+    }
 
     #[test]
     fn commands_name_the_script_in_the_config_directory() {
