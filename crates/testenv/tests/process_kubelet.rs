@@ -1150,6 +1150,71 @@ async fn rabbitmq_runs_as_a_pod_and_speaks_amqp() -> Result<()> {
 }
 
 #[tokio::test]
+async fn a_pre_stop_sleep_keeps_the_container_running_before_its_sigterm() -> Result<()> {
+    let (env, client, ns) = setup("pk-prestop").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), ns.name());
+    create(
+        &claims,
+        json!({ "metadata": { "name": "times" },
+            "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Mi" } } } }),
+    )
+    .await?;
+    let data = |mut pod: Value| {
+        pod["spec"]["containers"][0]["volumeMounts"] =
+            json!([{ "name": "data", "mountPath": "/data" }]);
+        pod["spec"]["volumes"] =
+            json!([{ "name": "data", "persistentVolumeClaim": { "claimName": "times" } }]);
+        pod
+    };
+    // The container records when SIGTERM reached it, in seconds since the epoch.
+    let mut serving = data(pod_json(
+        "serving",
+        "Always",
+        json!([shell(
+            "main",
+            "trap 'date +%s > /data/term; exit 0' TERM; touch /data/up; while true; do sleep 0.1; done"
+        )]),
+    ));
+    serving["spec"]["containers"][0]["lifecycle"] =
+        json!({ "preStop": { "sleep": { "seconds": 3 } } });
+    create(&pods, serving).await?;
+    until(&pods, "serving", TIMEOUT, "serving runs", |p| {
+        phase(p) == "Running"
+    })
+    .await?;
+    let deleted_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    pods.delete("serving", &kube::api::DeleteParams::default())
+        .await?;
+    ratchet_testenv::wait::until_deleted(&pods, "serving", TIMEOUT).await?;
+    create(
+        &pods,
+        data(pod_json(
+            "reader",
+            "Never",
+            json!([shell("main", "cat /data/term")]),
+        )),
+    )
+    .await?;
+    let reader = finished(&pods, "reader").await?;
+    let out = log(env, &ns, "reader", "main")?;
+    let term_at: u64 = out
+        .trim()
+        .parse()
+        .with_context(|| format!("{:?}: {out:?}", reader.status))?;
+    // The hook's 3 s run before the signal (whole seconds on both clocks: at least 2).
+    ensure!(
+        term_at >= deleted_at + 2,
+        "SIGTERM at {term_at}, deleted at {deleted_at}: the preStop sleep did not come first"
+    );
+    ns.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_non_root_container_writes_tmp_and_dev_shm() -> Result<()> {
     let (env, client, ns) = setup("pk-shm").await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
