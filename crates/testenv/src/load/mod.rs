@@ -177,10 +177,12 @@ where
     })
 }
 
-/// An HTTP client for a load: a request that takes longer than this failed.
+/// An HTTP client for a load. A request fails after 90 s: past the services'
+/// own RPC timeout (oslo.messaging's 60 s), so a service that gave up waiting
+/// on another answers first and says so.
 fn http_client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
+        .timeout(Duration::from_secs(90))
         .build()
         .map_err(|e| TestEnvError::Service {
             service: "load client".into(),
