@@ -314,16 +314,9 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
         IronicUpgradePhase::Unpinning,
         IronicUpgradePhase::OnlineMigrations,
     ];
-    let in_order: Vec<IronicUpgradePhase> = phases
-        .iter()
-        .copied()
-        .filter(|p| order.contains(p))
-        .fold(Vec::new(), |mut v, p| {
-            if v.last() != Some(&p) {
-                v.push(p);
-            }
-            v
-        });
+    let mut in_order: Vec<IronicUpgradePhase> =
+        phases.iter().copied().filter(|p| order.contains(p)).collect();
+    in_order.dedup();
     ensure!(in_order == order, "phases {phases:?}");
     ensure!(
         statuses
