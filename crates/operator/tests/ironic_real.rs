@@ -314,8 +314,11 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
         IronicUpgradePhase::Unpinning,
         IronicUpgradePhase::OnlineMigrations,
     ];
-    let mut in_order: Vec<IronicUpgradePhase> =
-        phases.iter().copied().filter(|p| order.contains(p)).collect();
+    let mut in_order: Vec<IronicUpgradePhase> = phases
+        .iter()
+        .copied()
+        .filter(|p| order.contains(p))
+        .collect();
     in_order.dedup();
     ensure!(in_order == order, "phases {phases:?}");
     ensure!(
