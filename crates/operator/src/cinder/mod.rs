@@ -183,40 +183,6 @@ fn volume_names_privileged(cinder: &Cinder) -> impl Iterator<Item = String> + '_
 }
 
 #[cfg(test)]
-mod shared_host_tests {
-    use super::*;
-
-    fn cinder(extra: serde_json::Value) -> Cinder {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
-            "kind": "Cinder",
-            "metadata": { "name": "c", "namespace": "ns" },
-            "spec": {
-                "openStackRelease": "2026.1",
-                "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
-                "database": { "secretName": "db", "key": "connection" },
-                "transport": { "secretName": "mq", "key": "url" },
-                "volumeBackends": [{ "name": "one" }, { "name": "two", "replicas": 2 }],
-                "extraConfig": extra,
-            }
-        }))
-        .expect("cinder")
-    }
-
-    #[test]
-    fn a_back_end_with_replicas_sharing_its_host_is_warned_about_unless_clustered() {
-        assert_eq!(
-            cinder(serde_json::json!({})).warnings(),
-            [
-                "spec.volumeBackends[\"two\"].replicas: its 2 cinder-volume pods share one service host; without extraConfig.DEFAULT.cluster each cleans up the others' unfinished work when it starts"
-            ]
-        );
-        let clustered = cinder(serde_json::json!({ "DEFAULT": { "cluster": "c" } }));
-        assert!(clustered.warnings().is_empty());
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
@@ -227,6 +193,13 @@ mod tests {
     use crate::service::status::observed_spec;
 
     fn cinder(extra: serde_json::Value) -> Cinder {
+        cinder_with(
+            serde_json::json!([{ "name": "lvm", "options": { "volume_driver": "lvm" } }]),
+            extra,
+        )
+    }
+
+    fn cinder_with(backends: serde_json::Value, extra: serde_json::Value) -> Cinder {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
             "kind": "Cinder",
@@ -236,7 +209,7 @@ mod tests {
                 "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
                 "database": { "secretName": "db", "key": "connection" },
                 "transport": { "secretName": "mq", "key": "url" },
-                "volumeBackends": [{ "name": "lvm", "options": { "volume_driver": "lvm" } }],
+                "volumeBackends": backends,
                 "extraConfig": extra,
             }
         }))
@@ -324,5 +297,25 @@ mod tests {
         assert!(!spec.invalid_config.is_empty(), "{spec:?}");
         let decision = decide(&Cinder::profile(), &observed(&odd, &model));
         assert!(decision.jobs.is_empty() && decision.workloads.is_empty());
+    }
+
+    /// Back end `two` runs two pods on one service host.
+    fn shared(extra: serde_json::Value) -> Cinder {
+        cinder_with(
+            serde_json::json!([{ "name": "one" }, { "name": "two", "replicas": 2 }]),
+            extra,
+        )
+    }
+
+    #[test]
+    fn a_back_end_with_replicas_sharing_its_host_is_warned_about_unless_clustered() {
+        assert_eq!(
+            shared(serde_json::json!({})).warnings(),
+            [
+                "spec.volumeBackends[\"two\"].replicas: its 2 cinder-volume pods share one service host; without extraConfig.DEFAULT.cluster each cleans up the others' unfinished work when it starts"
+            ]
+        );
+        let clustered = shared(serde_json::json!({ "DEFAULT": { "cluster": "c" } }));
+        assert!(clustered.warnings().is_empty());
     }
 }
