@@ -1291,3 +1291,59 @@ async fn a_claim_waits_for_its_object_and_keeps_its_files_across_pods() -> Resul
     ns.cleanup().await;
     Ok(())
 }
+
+/// The other half of the next test, run by it in a process of its own: starts
+/// a non-root container and returns while it runs.
+#[tokio::test]
+#[ignore = "run by a_container_still_running_when_the_test_process_exits_dies_with_it"]
+async fn leaves_a_container_running() -> Result<()> {
+    let seconds = std::env::var("RATCHET_TEST_SLEEP")?;
+    let (_env, client, ns) = setup("pk-exit").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let mut pod = pod_json(
+        "left",
+        "Never",
+        json!([shell("main", &format!("exec sleep {seconds}"))]),
+    );
+    // Another user than bubblewrap's: the kernel's parent-death signal does not reach it.
+    pod["spec"]["securityContext"] = json!({ "runAsUser": 4242, "runAsGroup": 4242 });
+    create(&pods, pod).await?;
+    until(&pods, "left", TIMEOUT, "running", |p| phase(p) == "Running").await?;
+    Ok(())
+}
+
+/// Command lines of the processes that name `needle`.
+fn processes_naming(needle: &str) -> Vec<String> {
+    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    entries
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_container_still_running_when_the_test_process_exits_dies_with_it() -> Result<()> {
+    ratchet_testenv::process_kubelet::require_root()?;
+    // A duration no other process names.
+    let seconds = format!("3599.{}", std::process::id());
+    let exe = std::env::current_exe()?;
+    let env_seconds = seconds.clone();
+    let status = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(exe)
+            .args(["--ignored", "--exact", "leaves_a_container_running"])
+            .env("RATCHET_TEST_SLEEP", env_seconds)
+            .stdout(std::process::Stdio::null())
+            .status()
+    })
+    .await??;
+    ensure!(status.success(), "the helper failed: {status}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut left = processes_naming(&format!("sleep {seconds}"));
+    while !left.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        left = processes_naming(&format!("sleep {seconds}"));
+    }
+    ensure!(left.is_empty(), "outlived the test process: {left:?}");
+    Ok(())
+}

@@ -44,28 +44,63 @@ struct Ended {
     stopping: bool,
 }
 
-/// Kills the container (and bubblewrap) on drop unless it was seen to exit.
+/// Kills the container (and bubblewrap) on drop unless it was seen to exit,
+/// and at the test process's exit while it runs.
+///
+/// Why the exit hook: the shared test environments live in statics, which are
+/// never dropped, and the kernel's parent-death signal does not reach a
+/// container whose user differs from bubblewrap's (bubblewrap's monitor holds
+/// no `CAP_KILL`, and the signal is permission-checked), so without it every
+/// container still running when the test binary exits would outlive it.
 struct KillOnDrop {
     pids: [i32; 2],
     armed: bool,
 }
 
+/// Every armed guard's pids, for the exit hook.
+static LIVE: std::sync::Mutex<std::collections::BTreeSet<[i32; 2]>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+extern "C" fn kill_live_containers() {
+    let live = LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for pid in live.iter().flatten() {
+        signal(*pid, libc::SIGKILL);
+    }
+}
+
+impl KillOnDrop {
+    fn arm(pids: [i32; 2]) -> KillOnDrop {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            // SAFETY: registers a function without arguments that only takes a
+            // lock and sends signals.
+            unsafe {
+                libc::atexit(kill_live_containers);
+            }
+        });
+        LIVE.lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(pids);
+        KillOnDrop { pids, armed: true }
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
+        LIVE.lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.pids);
         if self.armed {
             for pid in self.pids {
-                // SAFETY: kill has no memory effects; the pids are our own
-                // unreaped children, so they cannot have been reused.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
+                signal(pid, libc::SIGKILL);
             }
         }
     }
 }
 
 fn signal(pid: i32, sig: i32) {
-    // SAFETY: see KillOnDrop.
+    // SAFETY: kill has no memory effects; the pids are our own unreaped
+    // children (bubblewrap) and its child, so they cannot have been reused.
     unsafe {
         libc::kill(pid, sig);
     }
@@ -342,10 +377,7 @@ impl ContainerWorker {
         };
         let pid = started.pid;
         let bwrap_pid = started.child.id() as i32;
-        let mut guard = KillOnDrop {
-            pids: [pid, bwrap_pid],
-            armed: true,
-        };
+        let mut guard = KillOnDrop::arm([pid, bwrap_pid]);
         let mut child = started.child;
         let mut wait = tokio::task::spawn_blocking(move || child.wait());
         let name = self.container.name.clone();

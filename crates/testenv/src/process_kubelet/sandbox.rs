@@ -16,7 +16,11 @@
 //!
 //! Lifetime: bubblewrap is forked from the long-lived spawner thread with
 //! `PR_SET_PDEATHSIG=SIGKILL` (see `process.rs`) and runs with
-//! `--die-with-parent`, so every container dies with the test process.
+//! `--die-with-parent`. That alone kills only containers of bubblewrap's own
+//! user: the parent-death signal is permission-checked and bubblewrap's monitor
+//! holds no `CAP_KILL`, so a container running as another user would outlive
+//! it. The container's guard in `container.rs` kills it when its pod goes, and
+//! at the test process's exit.
 
 use std::collections::BTreeSet;
 use std::fs::File;
