@@ -13,7 +13,9 @@ use anyhow::{Context, Result, ensure};
 use common::real::{STEADY_WINDOW, percentile, prepare_images, rows, secret};
 use common::{Harness, WorkloadChange};
 use futures::StreamExt;
-use kube::api::{Patch, PatchParams, PostParams};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
 use ratchet_testenv::ClientNetns;
@@ -33,7 +35,22 @@ const UNPINNED_MAX: &str = "1.115";
 const HEARTBEAT_TIMEOUT_SECONDS: u32 = 60;
 const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
 
-fn manifest(release: &str) -> serde_json::Value {
+/// The interfaces the tests' nodes and conductors use (`fake-hardware`, and
+/// `ipmi` whose conductor needs `ipmitool`).
+fn interfaces(power: &str) -> serde_json::Value {
+    json!({
+        // No Keystone resource exists yet.
+        "auth_strategy": "noauth",
+        "enabled_hardware_types": "ipmi,fake-hardware",
+        "enabled_boot_interfaces": "ipxe,pxe,fake",
+        "enabled_deploy_interfaces": "direct,fake",
+        "enabled_management_interfaces": "ipmitool,fake",
+        "enabled_power_interfaces": power,
+    })
+}
+const POWER_INTERFACES: &str = "ipmitool,fake";
+
+fn manifest(release: &str, apis: i32, conductors: i32) -> serde_json::Value {
     json!({
         "apiVersion": "ironic.openstack.c5c3.io/v1alpha1",
         "kind": "Ironic",
@@ -43,22 +60,9 @@ fn manifest(release: &str) -> serde_json::Value {
             "image": { "repository": "ratchet.test/ironic", "tag": release },
             "database": { "secretName": "ironic-db", "key": "connection" },
             "transport": { "secretName": "ironic-mq", "key": "url" },
-            "api": { "replicas": 2 },
-            // Three: a stopping conductor waits for the other services' hash
-            // rings to drop it before it stops consuming only while more than
-            // one other conductor is online (docs/ironic.md, "Proven with real processes").
-            "conductor": { "replicas": 3 },
-            "extraConfig": {
-                // No Keystone resource exists yet.
-                "DEFAULT": {
-                    "auth_strategy": "noauth",
-                    "enabled_hardware_types": "ipmi,fake-hardware",
-                    "enabled_boot_interfaces": "ipxe,pxe,fake",
-                    "enabled_deploy_interfaces": "direct,fake",
-                    "enabled_management_interfaces": "ipmitool,fake",
-                    "enabled_power_interfaces": "ipmitool,fake",
-                },
-            },
+            "api": { "replicas": apis },
+            "conductor": { "replicas": conductors },
+            "extraConfig": { "DEFAULT": interfaces(POWER_INTERFACES) },
         }
     })
 }
@@ -173,19 +177,28 @@ fn phase_began(
         .map(|(at, _)| *at)
 }
 
-#[tokio::test]
-async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> {
+/// The two tests share two cores: one at a time, so neither's timing is the other's.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A real cluster with a MariaDB and a RabbitMQ, and the Ironic's Secrets for them.
+async fn start(prefix: &str) -> Result<(Harness, Backing)> {
     prepare_images(&["ratchet.test/ironic:2026.1", "ratchet.test/ironic:2026.2"]).await?;
-    let h = Harness::start_real("ironic-real").await?;
+    let h = Harness::start_real(prefix).await?;
     let db = backing::mariadb(&h.client, h.name(), "mariadb", &["ironic"]).await?;
     let mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq").await?;
     secret(&h, "ironic-db", "connection", db.mysql_url("ironic")).await?;
     secret(&h, "ironic-mq", "url", mq.amqp_url()).await?;
-    let ironics = h.api::<Ironic>();
-    let ironic: Ironic = serde_json::from_value(manifest("2026.1"))?;
-    ironics.create(&PostParams::default(), &ironic).await?;
+    Ok((h, db))
+}
+
+/// Creates the Ironic and waits until it is installed and Ready.
+async fn install(h: &Harness, manifest: serde_json::Value) -> Result<()> {
+    let ironic: Ironic = serde_json::from_value(manifest)?;
+    h.api::<Ironic>()
+        .create(&PostParams::default(), &ironic)
+        .await?;
     until(
-        &ironics,
+        &h.api::<Ironic>(),
         NAME,
         INSTALL_TIMEOUT,
         "installed and Ready",
@@ -198,6 +211,35 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
     )
     .await
     .context("install")?;
+    Ok(())
+}
+
+async fn wait_upgraded(h: &Harness) -> Result<()> {
+    until(
+        &h.api::<Ironic>(),
+        NAME,
+        UPGRADE_TIMEOUT,
+        "upgraded to 2026.2",
+        |i| {
+            i.status.as_ref().is_some_and(|s| {
+                s.installed_release == "2026.2" && s.upgrade_phase == IronicUpgradePhase::None
+            }) && ready(i)
+        },
+    )
+    .await
+    .context("upgrade")?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (h, db) = start("ironic-real").await?;
+    let ironics = h.api::<Ironic>();
+    // Three conductors: a stopping conductor waits for the other services' hash
+    // rings to drop it before it stops consuming only while more than one other
+    // conductor is online (docs/ironic.md, "Proven with real processes").
+    install(&h, manifest("2026.1", 2, 3)).await?;
     let netns = Arc::new(h.env.client_netns()?);
     let installed = conductor_rows(&netns, &db).await?;
     ensure!(
@@ -231,13 +273,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
             ),
         )
         .await?;
-    until(&ironics, NAME, UPGRADE_TIMEOUT, "upgraded to 2026.2", |i| {
-        i.status.as_ref().is_some_and(|s| {
-            s.installed_release == "2026.2" && s.upgrade_phase == IronicUpgradePhase::None
-        }) && ready(i)
-    })
-    .await
-    .context("upgrade")?;
+    wait_upgraded(&h).await?;
     let upgrade_to = SystemTime::now();
     // A few rounds against the finished upgrade: the unpinned maximum is served.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -405,6 +441,178 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
     ensure!(
         conductors == installed,
         "conductors after the upgrade: {conductors:?}"
+    );
+    h.finish().await;
+    Ok(())
+}
+
+/// Rows an older release wrote: nodes at Node 1.43 (2025.1's), in maintenance
+/// so that no conductor works on them; 39.0.0's online migrations move them to 1.44.
+const OLD_NODES: u32 = 4000;
+/// How many of them (the highest ids) a slow writer holds while the migrations run.
+const LOCKED_NODES: u32 = 1500;
+
+fn database_ready(i: &Ironic) -> Option<(String, String)> {
+    i.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "DatabaseReady")
+        .map(|c| (c.reason.clone(), c.message.clone()))
+}
+
+#[tokio::test]
+async fn a_real_failed_check_stops_before_the_pin_and_interrupted_migrations_resume() -> Result<()>
+{
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (h, db) = start("ironic-real-fail").await?;
+    install(&h, manifest("2026.1", 1, 1)).await?;
+    let netns = h.env.client_netns()?;
+    let sql = format!(
+        "INSERT INTO nodes (uuid, driver, version, provision_state, maintenance, created_at) \
+         SELECT UUID(), 'fake-hardware', '1.43', 'enroll', 1, UTC_TIMESTAMP() FROM seq_1_to_{OLD_NODES}"
+    );
+    common::real::query(&netns, &db, "ironic", &sql).await?;
+    let conductor = format!("{NAME}-conductor");
+    let installed = h.workload(&conductor).await?;
+    let ironics = h.api::<Ironic>();
+
+    // An interface no Ironic has: the real `ironic-status upgrade check` fails
+    // its hardware check, and the upgrade stops before any pin or roll.
+    ironics
+        .patch(
+            NAME,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": {
+                "openStackRelease": "2026.2",
+                "image": { "tag": "2026.2" },
+                "extraConfig": { "DEFAULT": interfaces("ipmitool,fake,no-such-power") },
+            } })),
+        )
+        .await?;
+    let failed = until(
+        &ironics,
+        NAME,
+        UPGRADE_TIMEOUT,
+        "the upgrade check failed",
+        |i| database_ready(i).is_some_and(|(reason, _)| reason == "UpgradeCheckFailed"),
+    )
+    .await
+    .context("upgrade check")?;
+    let (_, message) = database_ready(&failed).context("DatabaseReady")?;
+    ensure!(
+        message.contains("failed: Hardware Types and Interfaces"),
+        "the reason names the failed check: {message}"
+    );
+    let status = failed.status.context("status")?;
+    ensure!(
+        status.upgrade_phase == IronicUpgradePhase::UpgradeCheck
+            && status.pinned_release.is_empty()
+            && status.installed_release == "2026.1",
+        "{status:?}"
+    );
+    h.wait_event(NAME, "UpgradeCheckFailed").await?;
+    let held = h.workload(&conductor).await?;
+    ensure!(
+        held.template == installed.template && held.complete,
+        "the conductors did not move: {:?}",
+        held.template
+    );
+
+    // The documented recovery: fix the cause, then delete the failed Job. The
+    // same upgrade then goes ahead. As the online migrations begin, a slow
+    // writer holds locks on the newest old rows: the migrations move every
+    // other row, then wait on those.
+    ironics
+        .patch(
+            NAME,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({ "spec": { "extraConfig": { "DEFAULT": interfaces(POWER_INTERFACES) } } }),
+            ),
+        )
+        .await?;
+    until(
+        &h.api::<ConfigMap>(),
+        &format!("{NAME}-config"),
+        UPGRADE_TIMEOUT,
+        "the fixed configuration rendered",
+        |c| {
+            c.data
+                .as_ref()
+                .is_some_and(|d| d.values().all(|v| !v.contains("no-such-power")))
+        },
+    )
+    .await?;
+    h.api::<Job>()
+        .delete(
+            &format!("{NAME}-upgrade-check"),
+            &DeleteParams::background(),
+        )
+        .await?;
+    // Taken as the phase begins, before its Job's process has started (Python's
+    // imports alone take seconds); not earlier, since a conductor starting
+    // during a roll would wait on the same rows.
+    until(&ironics, NAME, UPGRADE_TIMEOUT, "online migrations", |i| {
+        i.status
+            .as_ref()
+            .is_some_and(|s| s.upgrade_phase == IronicUpgradePhase::OnlineMigrations)
+    })
+    .await
+    .context("online migrations")?;
+    let locks = common::real::RowLocks::take(
+        &netns,
+        &db,
+        "ironic",
+        &format!(
+            "SELECT COUNT(*) FROM nodes WHERE id > (SELECT MAX(id) - {LOCKED_NODES} FROM nodes) FOR UPDATE"
+        ),
+    )
+    .await?;
+    ensure!(
+        locks.selected == LOCKED_NODES.to_string(),
+        "locked {}",
+        locks.selected
+    );
+    let old_rows = "SELECT COUNT(*) FROM nodes WHERE version = '1.43'";
+    common::real::until_sql(
+        &netns,
+        &db,
+        "ironic",
+        old_rows,
+        &LOCKED_NODES.to_string(),
+        UPGRADE_TIMEOUT,
+    )
+    .await
+    .context("the online migrations reach the locked rows")?;
+
+    // Interrupted there: the Job's pod is killed; the Job runs another, which
+    // finishes once the writer lets go.
+    let job = format!("{NAME}-online-migrations");
+    let pods = h.api::<Pod>();
+    let running = pods
+        .list(&ListParams::default().labels(&format!("job-name={job}")))
+        .await?
+        .items;
+    ensure!(running.len() == 1, "one migration pod: {}", running.len());
+    let killed = running[0].metadata.name.clone().unwrap_or_default();
+    pods.delete(&killed, &DeleteParams::default().grace_period(0))
+        .await?;
+    locks.release().await?;
+    wait_upgraded(&h).await?;
+    let left = common::real::query(
+        &netns,
+        &db,
+        "ironic",
+        "SELECT COUNT(*) FROM nodes WHERE version <> '1.44'",
+    )
+    .await?;
+    ensure!(left.trim() == "0", "{} rows not migrated", left.trim());
+    let job: Job = h.api::<Job>().get(&job).await?;
+    let counts = job.status.as_ref().map(|s| (s.failed, s.succeeded));
+    ensure!(
+        counts == Some((Some(1), Some(1))),
+        "the Job counts the killed pod as failed and the re-run as succeeded: {counts:?}"
     );
     h.finish().await;
     Ok(())

@@ -67,9 +67,9 @@ def check_heartbeat(table, max_age, filters):
             fail("not an identifier: %r" % name)
     # Built with SQLAlchemy's constructs so each dialect quotes the names
     # (`binary` is a reserved word in MySQL).
-    rows = sqlalchemy.table(
-        table, *(sqlalchemy.column(c) for c in ["updated_at", "created_at", *columns])
-    )
+    # Typed timestamps: drivers that return text (SQLite) are parsed too.
+    stamps = [sqlalchemy.column(c, sqlalchemy.DateTime) for c in ["updated_at", "created_at"]]
+    rows = sqlalchemy.table(table, *stamps, *(sqlalchemy.column(c) for c in columns))
     query = sqlalchemy.select(
         sqlalchemy.func.max(sqlalchemy.func.coalesce(rows.c.updated_at, rows.c.created_at))
     ).where(*(rows.c[c] == v for c, v in columns.items()))

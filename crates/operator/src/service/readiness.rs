@@ -115,6 +115,103 @@ mod tests {
         assert!(!ready && why.starts_with("not ready: GET /v3/:"), "{why}");
     }
 
+    /// Runs the script's heartbeat check with the Cinder image's Python (it
+    /// carries SQLAlchemy) against a SQLite `services` table holding `rows`
+    /// (host, seconds since the heartbeat), filtered on this host's name. In a
+    /// fresh PID namespace when `fresh_container`, so the check's container
+    /// starts now. Exit status and stderr.
+    fn heartbeat_check(
+        url: Option<&str>,
+        rows: &[(&str, u32)],
+        fresh_container: bool,
+    ) -> (bool, String) {
+        let catalogue =
+            ratchet_testenv::process_kubelet::images::Catalogue::load().expect("the catalogue");
+        let image = catalogue
+            .resolve("ratchet.test/cinder:2026.2")
+            .unwrap_or_else(|e| panic!("the Cinder image builds: {}", e.0));
+        let python = image.venv.expect("a venv image").join("bin/python3");
+        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("ratchet-heartbeat-{}-{run}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = dir.join("cinder.db");
+        let script = dir.join(SCRIPT_FILE);
+        std::fs::write(&script, SCRIPT).expect("script");
+        let mut sql = String::from(
+            "CREATE TABLE services (host TEXT, updated_at DATETIME, created_at DATETIME);",
+        );
+        for (host, age) in rows {
+            sql.push_str(&format!(
+                "INSERT INTO services VALUES ('{host}', datetime('now', '-{age} seconds'), NULL);"
+            ));
+        }
+        let created = Command::new("/usr/bin/python3.11")
+            .args([
+                "-c",
+                "import sqlite3, sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])",
+            ])
+            .arg(&db)
+            .arg(&sql)
+            .status()
+            .expect("python3.11 runs");
+        assert!(created.success());
+        let mut command = if fresh_container {
+            let mut c = Command::new("/usr/bin/unshare");
+            c.args(["--pid", "--fork", "--mount-proc"]).arg(&python);
+            c
+        } else {
+            Command::new(&python)
+        };
+        command
+            .arg(&script)
+            .args(["heartbeat", "services", "60", "host=@hostname"])
+            .env_remove("OS_DATABASE__CONNECTION");
+        let default_url = format!("sqlite:///{}", db.display());
+        if let Some(url) = url
+            .map(str::to_string)
+            .or(Some(default_url))
+            .filter(|u| !u.is_empty())
+        {
+            command.env("OS_DATABASE__CONNECTION", url);
+        }
+        let output = command.output().expect("the check runs");
+        let _ = std::fs::remove_dir_all(&dir);
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_heartbeat_check_passes_a_fresh_row_of_this_host_written_since_the_start_only() {
+        let this = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+        let this = this.trim();
+        assert_eq!(
+            heartbeat_check(None, &[(this, 5), ("other", 0)], false),
+            (true, String::new())
+        );
+        let (ready, why) = heartbeat_check(None, &[(this, 120)], false);
+        assert!(!ready && why.contains("is older than 60s"), "{why}");
+        let (ready, why) = heartbeat_check(None, &[("other", 0)], false);
+        assert!(!ready && why.contains("no services row"), "{why}");
+        // A worker that restarted and has not reported since: its last heartbeat
+        // is its previous run's.
+        let (ready, why) = heartbeat_check(None, &[(this, 5)], true);
+        assert!(!ready && why.contains("older than this container"), "{why}");
+        let (ready, why) = heartbeat_check(Some("sqlite:////nonexistent/cinder.db"), &[], false);
+        assert!(
+            !ready && why.starts_with("not ready: reading services: OperationalError"),
+            "{why}"
+        );
+        let (ready, why) = heartbeat_check(Some(""), &[], false);
+        assert!(
+            !ready && why.contains("OS_DATABASE__CONNECTION is not set"),
+            "{why}"
+        );
+    }
+
     #[test]
     fn commands_name_the_script_in_the_config_directory() {
         assert_eq!(

@@ -48,19 +48,8 @@ pub async fn secret(h: &Harness, name: &str, key: &str, value: String) -> Result
 /// Runs `sql` against `database` with Debian's mariadb client from the client
 /// network namespace (a child forked there inherits it): its rows, tab-separated.
 pub async fn query(netns: &ClientNetns, db: &Backing, database: &str, sql: &str) -> Result<String> {
-    let args = vec![
-        "-h".to_string(),
-        db.ip.to_string(),
-        "-u".into(),
-        backing::USER.into(),
-        format!("-p{}", backing::PASSWORD),
-        "--batch".into(),
-        "--skip-column-names".into(),
-        "--connect-timeout=5".into(),
-        database.into(),
-        "-e".into(),
-        sql.into(),
-    ];
+    let mut args = client_args(db, database);
+    args.extend(["-e".into(), sql.into()]);
     let output = netns
         .run_blocking(move || std::process::Command::new("mariadb").args(args).output())
         .await??;
@@ -70,6 +59,102 @@ pub async fn query(netns: &ClientNetns, db: &Backing, database: &str, sql: &str)
         String::from_utf8_lossy(&output.stderr)
     );
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The mariadb client's arguments for `database`, output as bare rows.
+fn client_args(db: &Backing, database: &str) -> Vec<String> {
+    vec![
+        "-h".to_string(),
+        db.ip.to_string(),
+        "-u".into(),
+        backing::USER.into(),
+        format!("-p{}", backing::PASSWORD),
+        "--batch".into(),
+        "--skip-column-names".into(),
+        "--connect-timeout=5".into(),
+        database.into(),
+    ]
+}
+
+/// Polls `sql` (one value) about twice a second until it reads `expected`.
+pub async fn until_sql(
+    netns: &ClientNetns,
+    db: &Backing,
+    database: &str,
+    sql: &str,
+    expected: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < deadline {
+        last = query(netns, db, database, sql).await?.trim().to_string();
+        if last == expected {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    anyhow::bail!("{sql} still reads {last:?}, not {expected:?}, after {timeout:?}")
+}
+
+/// An open transaction holding row locks: what a slow writer looks like to the
+/// service. A mariadb client kept running in the client namespace holds it.
+pub struct RowLocks {
+    client: std::process::Child,
+    /// The first row of the locking `SELECT`.
+    pub selected: String,
+}
+
+impl RowLocks {
+    /// Begins a transaction and runs `select` (a `SELECT … FOR UPDATE`),
+    /// returning once it answered, i.e. once its rows are locked.
+    pub async fn take(
+        netns: &ClientNetns,
+        db: &Backing,
+        database: &str,
+        select: &str,
+    ) -> Result<RowLocks> {
+        use std::io::{BufRead, Write};
+        use std::process::{Command, Stdio};
+        let mut args = client_args(db, database);
+        args.push("--unbuffered".into());
+        let mut client = netns
+            .run_blocking(move || {
+                Command::new("mariadb")
+                    .args(args)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+            })
+            .await??;
+        let sql = format!("BEGIN;\n{select};\n");
+        let (stdin, stdout) = (client.stdin.as_mut(), client.stdout.take());
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            anyhow::bail!("the mariadb client has no pipes");
+        };
+        stdin.write_all(sql.as_bytes())?;
+        stdin.flush()?;
+        let selected = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::task::spawn_blocking(move || {
+                let mut line = String::new();
+                std::io::BufReader::new(stdout)
+                    .read_line(&mut line)
+                    .map(|_| line.trim().to_string())
+            }),
+        )
+        .await???;
+        ensure!(!selected.is_empty(), "{select} answered nothing");
+        Ok(RowLocks { client, selected })
+    }
+
+    /// Ends the transaction (the client exits on end of input, rolling it back).
+    pub async fn release(mut self) -> Result<()> {
+        drop(self.client.stdin.take());
+        tokio::task::spawn_blocking(move || self.client.wait()).await??;
+        Ok(())
+    }
 }
 
 /// `query`'s rows split into columns.
