@@ -104,6 +104,15 @@ impl TestEnv {
         ))
     }
 
+    /// The directory holding a namespace's real pods, one directory each with
+    /// its containers' logs.
+    pub fn pods_dir(&self, namespace: &str) -> Result<PathBuf> {
+        Ok(crate::process_kubelet::namespace_dir(
+            &self.process()?.dir,
+            namespace,
+        ))
+    }
+
     /// A network namespace on the pod network with an address of its own, for
     /// load clients and probes that must reach pods (never from the host).
     pub fn client_netns(&self) -> Result<ClientNetns> {

@@ -188,10 +188,7 @@ pub const STEADY_WINDOW: Duration = Duration::from_secs(20);
 /// of `needles` (volume or node ids), prefixed with its pod: the evidence a
 /// failure message carries, since the logs go with the test environment.
 pub fn log_lines_naming(h: &Harness, needles: &[&str]) -> Vec<String> {
-    let Ok(any) = h.env.pod_log(h.name(), "any", "any") else {
-        return Vec::new();
-    };
-    let Some(namespace_dir) = any.parent().and_then(|p| p.parent()) else {
+    let Ok(namespace_dir) = h.env.pods_dir(h.name()) else {
         return Vec::new();
     };
     let mut found = Vec::new();

@@ -185,6 +185,12 @@ impl ProcessKubelet {
     }
 }
 
+/// Where a namespace's pod directories (with their logs) are under a process
+/// kubelet's directory.
+pub fn namespace_dir(dir: &Path, namespace: &str) -> PathBuf {
+    pod::namespace_dir(dir, namespace)
+}
+
 /// Where a container's log is written under a process kubelet's directory.
 pub fn log_path(dir: &Path, namespace: &str, pod: &str, container: &str) -> PathBuf {
     pod::pod_dir(dir, namespace, pod).join(format!("{container}.log"))

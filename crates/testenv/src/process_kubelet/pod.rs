@@ -56,7 +56,12 @@ pub fn claim_dir(kubelet_dir: &Path, namespace: &str, uid: &str) -> PathBuf {
 
 /// The pod's directory: logs, termination messages, volumes.
 pub fn pod_dir(kubelet_dir: &Path, namespace: &str, name: &str) -> PathBuf {
-    kubelet_dir.join("pods").join(namespace).join(name)
+    namespace_dir(kubelet_dir, namespace).join(name)
+}
+
+/// Where the directories of a namespace's pods are.
+pub fn namespace_dir(kubelet_dir: &Path, namespace: &str) -> PathBuf {
+    kubelet_dir.join("pods").join(namespace)
 }
 
 /// The view of the pod and its last reported status.
