@@ -1338,11 +1338,12 @@ async fn a_container_still_running_when_the_test_process_exits_dies_with_it() ->
     })
     .await??;
     ensure!(status.success(), "the helper failed: {status}");
+    let needle = format!("sleep {seconds}");
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut left = processes_naming(&format!("sleep {seconds}"));
+    let mut left = processes_naming(&needle);
     while !left.is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        left = processes_naming(&format!("sleep {seconds}"));
+        left = processes_naming(&needle);
     }
     ensure!(left.is_empty(), "outlived the test process: {left:?}");
     Ok(())

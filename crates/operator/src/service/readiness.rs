@@ -168,12 +168,8 @@ mod tests {
             .arg(&script)
             .args(["heartbeat", "services", "60", "host=@hostname"])
             .env_remove("OS_DATABASE__CONNECTION");
-        let default_url = format!("sqlite:///{}", db.display());
-        if let Some(url) = url
-            .map(str::to_string)
-            .or(Some(default_url))
-            .filter(|u| !u.is_empty())
-        {
+        let url = url.map_or_else(|| format!("sqlite:///{}", db.display()), str::to_string);
+        if !url.is_empty() {
             command.env("OS_DATABASE__CONNECTION", url);
         }
         let output = command.output().expect("the check runs");
