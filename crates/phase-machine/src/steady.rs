@@ -2,7 +2,7 @@
 //! and patch bumps) and the workloads that follow it. A single step forward of
 //! the release hands over to the upgrade.
 
-use ratchet_release::{Step as ReleaseStep, lockstep_mismatch};
+use ratchet_release::{StepRefusal, lockstep_mismatch};
 
 use crate::conditions::Verdict;
 use crate::decision::{Decision, JobAction, Outcome};
@@ -28,30 +28,17 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
     let (release, image) = parse_spec(obs)?;
     let installed = parse_installed(obs)?;
     if let Some(installed) = installed {
-        match installed.step_to(release) {
-            ReleaseStep::Same => {}
-            ReleaseStep::Downgrade => {
-                return Err(Blocked::new(
-                    reason::DOWNGRADE_NOT_SUPPORTED,
-                    format!(
-                        "{installed} → {release}: {release} is older than the installed release; OpenStack databases cannot be downgraded"
-                    ),
-                ));
-            }
-            ReleaseStep::SkipLevel => {
-                return Err(Blocked::new(
-                    reason::UPGRADE_PATH_INVALID,
-                    format!(
-                        "{installed} → {release}: only one release at a time; upgrade to {} first",
-                        installed.next().map(|r| r.to_string()).unwrap_or_default()
-                    ),
-                ));
-            }
-            ReleaseStep::Sequential => {
-                lockstep(&image, release, obs.spec.image_layout)?;
-                secrets_present(obs)?;
-                return Ok(upgrade::initiate(profile, obs, installed, release, &image));
-            }
+        if let Some(refusal) = installed.refuse_step_to(release) {
+            let reason = match refusal {
+                StepRefusal::Downgrade { .. } => reason::DOWNGRADE_NOT_SUPPORTED,
+                StepRefusal::SkipLevel { .. } => reason::UPGRADE_PATH_INVALID,
+            };
+            return Err(Blocked::new(reason, refusal.to_string()));
+        }
+        if installed.is_sequential_upgrade(release) {
+            lockstep(&image, release, obs.spec.image_layout)?;
+            secrets_present(obs)?;
+            return Ok(upgrade::initiate(profile, obs, installed, release, &image));
         }
     }
     lockstep(&image, release, obs.spec.image_layout)?;

@@ -13,5 +13,5 @@ pub use image::{
     TAG_PATTERN, lockstep_mismatch,
 };
 pub use release::{
-    MAX_YEAR, MIN_YEAR, PatchedRelease, RELEASE_PATTERN, Release, ReleaseError, Step,
+    MAX_YEAR, MIN_YEAR, PatchedRelease, RELEASE_PATTERN, Release, ReleaseError, Step, StepRefusal,
 };

@@ -44,6 +44,22 @@ pub enum Step {
     Downgrade,
 }
 
+/// Why moving from the installed release to a target is not an upgrade: the
+/// one wording the condition, admission and `ratchet plan` all give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StepRefusal {
+    #[error(
+        "{target} is older than the installed release {installed}; downgrades are not supported (OpenStack databases cannot be migrated backwards)"
+    )]
+    Downgrade { installed: Release, target: Release },
+    #[error("{installed} → {target} skips a release: upgrade to {next} first", next = next_of(*installed))]
+    SkipLevel { installed: Release, target: Release },
+}
+
+fn next_of(release: Release) -> String {
+    release.next().map(|r| r.to_string()).unwrap_or_default()
+}
+
 impl Release {
     /// A release from its parts; `None` outside the accepted ranges.
     pub fn new(year: u16, minor: u8) -> Option<Release> {
@@ -110,6 +126,17 @@ impl Release {
             1 => Step::Sequential,
             d if d > 1 => Step::SkipLevel,
             _ => Step::Downgrade,
+        }
+    }
+
+    /// Why `to` may not follow this installed release (`None`: the same
+    /// release, or one step forward).
+    pub fn refuse_step_to(self, to: Release) -> Option<StepRefusal> {
+        let (installed, target) = (self, to);
+        match self.step_to(to) {
+            Step::Same | Step::Sequential => None,
+            Step::SkipLevel => Some(StepRefusal::SkipLevel { installed, target }),
+            Step::Downgrade => Some(StepRefusal::Downgrade { installed, target }),
         }
     }
 
@@ -255,7 +282,34 @@ mod tests {
                 step == Step::Sequential
             );
             assert_eq!(r(from).is_downgrade(r(to)), step == Step::Downgrade);
+            assert_eq!(
+                r(from).refuse_step_to(r(to)).is_none(),
+                matches!(step, Step::Same | Step::Sequential),
+                "{from} → {to}"
+            );
         }
+    }
+
+    #[test]
+    fn refusals_name_both_releases_and_the_way_forward() {
+        let refused = |from: &str, to: &str| {
+            r(from)
+                .refuse_step_to(r(to))
+                .map(|why| why.to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            refused("2026.2", "2026.1"),
+            "2026.1 is older than the installed release 2026.2; downgrades are not supported (OpenStack databases cannot be migrated backwards)"
+        );
+        assert_eq!(
+            refused("2026.1", "2027.1"),
+            "2026.1 → 2027.1 skips a release: upgrade to 2026.2 first"
+        );
+        assert_eq!(
+            refused("2026.2", "2028.1"),
+            "2026.2 → 2028.1 skips a release: upgrade to 2027.1 first"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use ratchet_phase_machine::{Pin, SpecView, Step};
-use ratchet_release::{ImageLayout, ImageRef, ImageRelease, Release, Step as ReleaseStep};
+use ratchet_release::{ImageLayout, ImageRef, ImageRelease, Release};
 use serde_json::{Value, json};
 
 use super::OpenStackService;
@@ -93,24 +93,13 @@ pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
             ));
         }
     };
-    match installed.step_to(target_release) {
-        ReleaseStep::Sequential => {}
-        ReleaseStep::Same => {
-            return refuse(format!(
-                "{target} is already installed (a new image of it is a patch bump, not an upgrade)"
-            ));
-        }
-        ReleaseStep::Downgrade => {
-            return refuse(format!(
-                "{target} is older than the installed {installed}: downgrades are not supported"
-            ));
-        }
-        ReleaseStep::SkipLevel => {
-            return refuse(format!(
-                "{installed} → {target} skips a release: upgrade to {} first",
-                installed.next().map(|r| r.to_string()).unwrap_or_default()
-            ));
-        }
+    if let Some(refusal) = installed.refuse_step_to(target_release) {
+        return refuse(refusal.to_string());
+    }
+    if installed == target_release {
+        return refuse(format!(
+            "{target} is already installed (a new image of it is a patch bump, not an upgrade)"
+        ));
     }
     let mut steps = Vec::new();
     let current = ImageRef::new(

@@ -1,6 +1,6 @@
 //! What admission refuses, decided without I/O. Each message names the field.
 
-use ratchet_release::{ImageRef, Release};
+use ratchet_release::{ImageRef, Release, StepRefusal};
 
 use crate::service::OpenStackService;
 
@@ -44,11 +44,9 @@ pub fn validate<S: OpenStackService>(new: &S, old: Option<&S>) -> Vec<String> {
     violations.extend(new.violations());
     if let (Some(release), Some(old)) = (release, old)
         && let Ok(installed) = Release::parse(&old.status_view().installed_release)
-        && release < installed
+        && let Some(downgrade @ StepRefusal::Downgrade { .. }) = installed.refuse_step_to(release)
     {
-        violations.push(format!(
-            "spec.openStackRelease: {release} is older than the installed release {installed}; downgrades are not supported (OpenStack databases cannot be migrated backwards)"
-        ));
+        violations.push(format!("spec.openStackRelease: {downgrade}"));
     }
     violations
 }
