@@ -312,15 +312,9 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
             .as_secs_f64(),
     );
 
-    // A request the API passed to a conductor that was stopping can be lost on
-    // the way (oslo.messaging acknowledges RPC on arrival: at most once); the API
-    // then answers 500 after its RPC timeout, naming it. Those are reported;
-    // every other failure fails the test.
-    let (lost, failures): (Vec<&str>, Vec<&str>) = tally
-        .failures()
-        .into_iter()
-        .partition(|f| f.contains(" 500 ") && f.contains("Timed out waiting for a reply"));
-    eprintln!("LOST RPC (the API timed out waiting for a conductor): {lost:?}");
+    // Zero failed requests: a stopping conductor keeps serving RPC until every
+    // API's hash ring has dropped it (the APIs refresh theirs three times as often).
+    let failures = tally.failures();
     ensure!(
         failures.is_empty(),
         "{} of {} requests failed, first: {:?}",

@@ -36,6 +36,33 @@ pub const API_WORKERS_OPTION: ManagedOption = ManagedOption {
     set_from: "Ratchet (one worker per pod: scale with spec.api.replicas)",
 };
 
+/// How long a conductor that stops keeps serving RPC after it deregisters
+/// (`[DEFAULT] hash_ring_reset_interval`, ironic's default), unless `extraConfig`
+/// says otherwise.
+const DEFAULT_HASH_RING_RESET_INTERVAL: u32 = 15;
+
+/// The hash ring interval for API pods, passed in their environment (which
+/// oslo.config reads before files): a third of the conductors'. A stopping
+/// conductor deregisters, then serves RPC for one interval (less the seconds its
+/// deregistration took, rounded down) so that every API's ring drops it first.
+/// With the same interval on both sides an API ring refreshed just before the
+/// deregistration still pointed at the conductor as it stopped consuming, and a
+/// node update sent then was never answered.
+pub fn api_hash_ring_reset_interval(spec: &IronicSpec) -> (String, String) {
+    let conductors = spec
+        .extra_config
+        .get("DEFAULT")
+        .and_then(|options| options.get("hash_ring_reset_interval"))
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .unwrap_or(DEFAULT_HASH_RING_RESET_INTERVAL);
+    (
+        ENV_API_HASH_RING_RESET_INTERVAL.into(),
+        (conductors / 3).max(1).to_string(),
+    )
+}
+
+pub const ENV_API_HASH_RING_RESET_INTERVAL: &str = "OS_DEFAULT__HASH_RING_RESET_INTERVAL";
+
 /// The file, or why it cannot be written: the entries of `extraConfig` that
 /// oslo.config would read otherwise than written (nothing is rendered then).
 pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, Vec<String>> {
@@ -86,8 +113,7 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn renders_extra_config_without_secrets_or_pin() {
+    fn spec_with(extra: &[(&str, &str)]) -> IronicSpec {
         let mut spec: IronicSpec = serde_json::from_value(serde_json::json!({
             "openStackRelease": "2026.1",
             "image": { "repository": "ironic", "tag": "2026.1" },
@@ -95,6 +121,45 @@ mod tests {
             "transport": { "secretName": "mq", "key": "url" },
         }))
         .expect("spec");
+        for (option, value) in extra {
+            spec.extra_config
+                .entry("DEFAULT".into())
+                .or_default()
+                .insert((*option).into(), (*value).into());
+        }
+        spec
+    }
+
+    #[test]
+    fn api_rings_refresh_three_times_within_the_conductors_wait() {
+        for (configured, api) in [
+            (None, "5"),
+            (Some("60"), "20"),
+            (Some(" 30 "), "10"),
+            (Some("2"), "1"),
+            (Some("0"), "1"),
+            // oslo.config refuses it in every pod; the API keeps a safe figure.
+            (Some("soon"), "5"),
+        ] {
+            let spec = spec_with(
+                &configured
+                    .map(|v| vec![("hash_ring_reset_interval", v)])
+                    .unwrap_or_default(),
+            );
+            assert_eq!(
+                api_hash_ring_reset_interval(&spec),
+                (
+                    ENV_API_HASH_RING_RESET_INTERVAL.to_string(),
+                    api.to_string()
+                ),
+                "{configured:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn renders_extra_config_without_secrets_or_pin() {
+        let mut spec = spec_with(&[]);
         spec.extra_config.insert(
             "conductor".into(),
             BTreeMap::from([("automated_clean".into(), "false".into())]),

@@ -65,7 +65,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 command: command("ironic-api"),
                 replicas: spec.api.replicas_or_default(),
                 resources: spec.api.resources.clone(),
-                env: Vec::new(),
+                env: vec![config::api_hash_ring_reset_interval(spec)],
                 api_port: Some(API_PORT),
                 carries_installed_release: false,
                 claims: Vec::new(),
@@ -125,6 +125,14 @@ mod tests {
                 env.contains(&json!({ "name": "OS_JSON_RPC__PASSWORD",
                     "valueFrom": { "secretKeyRef": { "name": "rpc", "key": "pw" } } })),
                 "{env:?}"
+            );
+            // Only APIs refresh their hash rings faster than conductors wait.
+            let ring = json!({ "name": config::ENV_API_HASH_RING_RESET_INTERVAL, "value": "5" });
+            assert_eq!(
+                env.contains(&ring),
+                workload.component == "api",
+                "{}: {env:?}",
+                workload.name
             );
         }
         assert!(!model.config.clone().expect("renders").contains("password"));
