@@ -12,8 +12,7 @@ use crate::error::{Error, Result};
 
 /// Applies every CRD (server-side, idempotent) and waits until each is served.
 pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
-    let crds = ratchet_api::crds()?.into_iter().map(|(_, crd)| crd);
-    apply_crds(client, crds, timeout).await
+    apply_crds(client, crate::registry::crds()?, timeout).await
 }
 
 /// Every CRD, with the Cinder CRD's conversion served by a webhook server on

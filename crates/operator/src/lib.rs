@@ -13,6 +13,7 @@ pub mod labels;
 pub mod leader;
 pub mod metrics;
 pub mod rbac;
+pub mod registry;
 pub mod service;
 pub mod storage;
 pub mod testing;

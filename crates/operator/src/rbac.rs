@@ -4,20 +4,32 @@
 
 use serde_json::{Value, json};
 
+use crate::registry;
+
 /// PolicyRules for the namespaces the operator reconciles in.
 pub fn reconcile_rules() -> Value {
-    json!([
-        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["get", "list", "watch", "patch"] },
-        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders/status"], "verbs": ["get", "patch", "update"] },
-        { "apiGroups": ["ironic.openstack.c5c3.io"], "resources": ["ironics"], "verbs": ["get", "list", "watch", "patch"] },
-        { "apiGroups": ["ironic.openstack.c5c3.io"], "resources": ["ironics/status"], "verbs": ["get", "patch", "update"] },
+    let services = registry::services().into_iter().flat_map(|s| {
+        [
+            json!({ "apiGroups": [s.group], "resources": [s.plural], "verbs": ["get", "list", "watch", "patch"] }),
+            json!({ "apiGroups": [s.group], "resources": [format!("{}/status", s.plural)], "verbs": ["get", "patch", "update"] }),
+        ]
+    });
+    let children = json!([
         { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] },
         { "apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"] },
         { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
-    ])
+    ]);
+    Value::Array(services.chain(rules(children)).collect())
+}
+
+fn rules(list: Value) -> Vec<Value> {
+    match list {
+        Value::Array(rules) => rules,
+        _ => Vec::new(),
+    }
 }
 
 /// PolicyRules for the leader-election Lease, in the operator's own namespace.
@@ -28,13 +40,10 @@ pub fn leader_rules() -> Value {
 /// Cluster-scoped rules for keeping the webhook configuration (self-managed certificates).
 /// Also the CRDs' conversion endpoint and caBundle, kept by the same operator.
 pub fn webhook_rules() -> Value {
-    let mut rules = json!([
+    let admission = json!([
         { "apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"], "verbs": ["get", "create", "patch"] },
     ]);
-    if let (Some(all), Some(conversion)) = (rules.as_array_mut(), conversion_rules().as_array()) {
-        all.extend(conversion.iter().cloned());
-    }
-    rules
+    Value::Array([rules(admission), rules(conversion_rules())].concat())
 }
 
 /// Rules in the operator's own namespace for a self-managed certificate shared
@@ -55,10 +64,12 @@ pub fn conversion_rules() -> Value {
 /// their `status.storedVersions`, and rewrite every object of Ratchet's
 /// resources in every namespace (a no-op update).
 pub fn storage_migration_rules() -> Value {
-    json!([
+    let crds = json!([
         { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"] },
         { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions/status"], "verbs": ["update"] },
-        { "apiGroups": ["cinder.openstack.c5c3.io"], "resources": ["cinders"], "verbs": ["list", "update"] },
-        { "apiGroups": ["ironic.openstack.c5c3.io"], "resources": ["ironics"], "verbs": ["list", "update"] },
-    ])
+    ]);
+    let services = registry::services().into_iter().map(
+        |s| json!({ "apiGroups": [s.group], "resources": [s.plural], "verbs": ["list", "update"] }),
+    );
+    Value::Array(rules(crds).into_iter().chain(services).collect())
 }

@@ -13,11 +13,11 @@ pub struct CrdsArgs {
 }
 
 pub fn run(args: CrdsArgs) -> anyhow::Result<()> {
-    for (file, crd) in ratchet_api::crds()? {
+    for crd in ratchet_operator::registry::crds()? {
         let yaml = ratchet_api::crd_yaml(&crd).context("serialising a CRD")?;
         match &args.write {
             Some(dir) => {
-                let path = dir.join(file);
+                let path = dir.join(ratchet_operator::registry::crd_file(&crd));
                 std::fs::write(&path, yaml)
                     .with_context(|| format!("writing {}", path.display()))?;
                 println!("wrote {}", path.display());

@@ -3,12 +3,12 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use kube::api::{ListParams, Patch, PatchParams};
+use futures::future::BoxFuture;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
+use ratchet_operator::registry::{self, ServiceFn};
 use ratchet_operator::service::OpenStackService;
-use ratchet_operator::service::plan::{Verdict, abort_patch, plan, render};
+use ratchet_operator::service::plan::{Plan, Verdict, abort_patch, plan, render};
 
 use crate::resource_status::{condition, status_text};
 
@@ -69,13 +69,21 @@ async fn client() -> anyhow::Result<Client> {
         .context("connecting to Kubernetes")
 }
 
-async fn cinders(namespace: Option<&str>, all: bool) -> anyhow::Result<Api<Cinder>> {
-    let client = client().await?;
-    Ok(match (all, namespace) {
-        (true, _) => Api::all(client),
-        (false, Some(ns)) => Api::namespaced(client, ns),
-        (false, None) => Api::default_namespaced(client),
-    })
+/// Every registered service's resources where the CLI looks: one namespace
+/// (the context's by default) or all.
+fn apis(client: &Client, namespace: Option<&str>, all: bool) -> Vec<Api<DynamicObject>> {
+    registry::services()
+        .into_iter()
+        .map(|service| {
+            let gvk = GroupVersionKind::gvk(&service.group, &service.version, &service.kind);
+            let resource = ApiResource::from_gvk_with_plural(&gvk, &service.plural);
+            match (all, namespace) {
+                (true, _) => Api::all_with(client.clone(), &resource),
+                (false, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
+                (false, None) => Api::default_namespaced_with(client.clone(), &resource),
+            }
+        })
+        .collect()
 }
 
 fn table_header() -> String {
@@ -114,40 +122,34 @@ fn table_row(object: &serde_json::Value) -> String {
     )
 }
 
-/// Every Cinder, then every Ironic, as JSON. A service whose CRD is not
-/// installed has none.
-async fn list_all(
-    cinders: &Api<Cinder>,
-    ironics: &Api<Ironic>,
-) -> anyhow::Result<Vec<serde_json::Value>> {
+/// Every resource of every service, in the registry's order, as JSON. A
+/// service whose CRD is not installed has none.
+async fn list_all(apis: &[Api<DynamicObject>]) -> anyhow::Result<Vec<serde_json::Value>> {
     let mut out: Vec<serde_json::Value> = Vec::new();
-    for c in cinders.list(&ListParams::default()).await?.items {
-        out.push(serde_json::to_value(c)?);
-    }
-    match ironics.list(&ListParams::default()).await {
-        Ok(list) => {
-            for i in list.items {
-                out.push(serde_json::to_value(i)?);
+    for api in apis {
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                for object in list.items {
+                    out.push(serde_json::to_value(object)?);
+                }
             }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
         }
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(e.into()),
     }
     Ok(out)
 }
 
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
-    let cinders = cinders(args.namespace.as_deref(), args.all_namespaces).await?;
-    let ironics: Api<Ironic> = Api::all(cinders.clone().into_client());
-    let ironics = match (args.all_namespaces, args.namespace.as_deref()) {
-        (true, _) => ironics,
-        (false, Some(ns)) => Api::namespaced(cinders.clone().into_client(), ns),
-        (false, None) => Api::default_namespaced(cinders.clone().into_client()),
-    };
+    let apis = apis(
+        &client().await?,
+        args.namespace.as_deref(),
+        args.all_namespaces,
+    );
     if args.watch {
-        return watch(cinders, ironics).await;
+        return watch(apis).await;
     }
-    let all = list_all(&cinders, &ironics).await?;
+    let all = list_all(&apis).await?;
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&all)?),
         Output::Yaml => print!("{}", serde_yaml_ng::to_string(&all)?),
@@ -162,23 +164,21 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
 }
 
 /// Follows every change: a line whenever a resource's row changes, until Ctrl-C.
-async fn watch(cinders: Api<Cinder>, ironics: Api<Ironic>) -> anyhow::Result<()> {
+async fn watch(apis: Vec<Api<DynamicObject>>) -> anyhow::Result<()> {
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
     println!("{:<10} {}", "TIME", table_header());
     let mut last: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let as_json = |r: Result<serde_json::Value, serde_json::Error>| r.map_err(anyhow::Error::from);
-    let cinder_rows = watcher::watcher(cinders, watcher::Config::default())
-        .applied_objects()
-        .map(move |c| as_json(serde_json::to_value(c?)))
-        .boxed();
-    // Ironics only where the CRD is installed.
-    let mut streams = vec![cinder_rows];
-    if ironics.list(&ListParams::default().limit(1)).await.is_ok() {
+    let mut streams = Vec::new();
+    for api in apis {
+        // Only services whose CRD is installed.
+        if api.list(&ListParams::default().limit(1)).await.is_err() {
+            continue;
+        }
         streams.push(
-            watcher::watcher(ironics, watcher::Config::default())
+            watcher::watcher(api, watcher::Config::default())
                 .applied_objects()
-                .map(move |i| as_json(serde_json::to_value(i?)))
+                .map(|o| Ok::<_, anyhow::Error>(serde_json::to_value(o?)?))
                 .boxed(),
         );
     }
@@ -204,18 +204,29 @@ async fn watch(cinders: Api<Cinder>, ironics: Api<Ironic>) -> anyhow::Result<()>
     Ok(())
 }
 
-/// A resource named on the command line: `NAME` is a Cinder.
-enum Target<'a> {
-    Cinder(&'a str),
-    Ironic(&'a str),
-}
-
-fn target(text: &str) -> anyhow::Result<Target<'_>> {
-    match text.split_once('/') {
-        None => Ok(Target::Cinder(text)),
-        Some(("cinder" | "cinders", name)) => Ok(Target::Cinder(name)),
-        Some(("ironic" | "ironics", name)) => Ok(Target::Ironic(name)),
-        Some((kind, _)) => bail!("unknown kind {kind:?}: use cinder/NAME or ironic/NAME"),
+/// A resource named on the command line, `KIND/NAME` (the kind a service's
+/// name or plural: `cinder/NAME`, `ironics/NAME`), or `NAME`, a Cinder: the
+/// service and the name.
+fn target(text: &str) -> anyhow::Result<(&'static str, &str)> {
+    let services = registry::services();
+    let Some((kind, name)) = text.split_once('/') else {
+        return Ok((
+            services.first().map(|s| s.service).unwrap_or_default(),
+            text,
+        ));
+    };
+    match services
+        .iter()
+        .find(|s| kind == s.service || kind == s.plural)
+    {
+        Some(service) => Ok((service.service, name)),
+        None => {
+            let known: Vec<String> = services
+                .iter()
+                .map(|s| format!("{}/NAME", s.service))
+                .collect();
+            bail!("unknown kind {kind:?}: use {}", known.join(" or "))
+        }
     }
 }
 
@@ -236,11 +247,21 @@ async fn read<S: OpenStackService>(
 }
 
 pub async fn plan_cmd(args: PlanArgs) -> anyhow::Result<()> {
-    let ns = args.namespace.as_deref();
-    let p = match target(&args.name)? {
-        Target::Cinder(name) => plan(&read::<Cinder>(ns, name).await?.1, &args.to),
-        Target::Ironic(name) => plan(&read::<Ironic>(ns, name).await?.1, &args.to),
-    };
+    struct PlanOne<'a>(&'a PlanArgs, &'a str);
+    impl<'a> ServiceFn for PlanOne<'a> {
+        type Output = BoxFuture<'a, anyhow::Result<Plan>>;
+        fn call<S: OpenStackService>(self) -> Self::Output {
+            let PlanOne(args, name) = self;
+            Box::pin(async move {
+                let (_, object) = read::<S>(args.namespace.as_deref(), name).await?;
+                Ok(plan(&object, &args.to))
+            })
+        }
+    }
+    let (service, name) = target(&args.name)?;
+    let p = registry::with_service(service, PlanOne(&args, name))
+        .context("no such service")?
+        .await?;
     print!("{}", render(&p));
     if let Verdict::Refused(_) = p.verdict {
         std::process::exit(3);
@@ -249,11 +270,18 @@ pub async fn plan_cmd(args: PlanArgs) -> anyhow::Result<()> {
 }
 
 pub async fn abort(args: AbortArgs) -> anyhow::Result<()> {
-    let ns = args.namespace.as_deref();
-    match target(&args.name)? {
-        Target::Cinder(name) => abort_one::<Cinder>(ns, name, &args).await,
-        Target::Ironic(name) => abort_one::<Ironic>(ns, name, &args).await,
+    struct AbortOne<'a>(&'a AbortArgs, &'a str);
+    impl<'a> ServiceFn for AbortOne<'a> {
+        type Output = BoxFuture<'a, anyhow::Result<()>>;
+        fn call<S: OpenStackService>(self) -> Self::Output {
+            let AbortOne(args, name) = self;
+            Box::pin(abort_one::<S>(args.namespace.as_deref(), name, args))
+        }
     }
+    let (service, name) = target(&args.name)?;
+    registry::with_service(service, AbortOne(&args, name))
+        .context("no such service")?
+        .await
 }
 
 async fn abort_one<S: OpenStackService>(

@@ -54,7 +54,7 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
     let ns = args.namespace.as_str();
     let mut docs =
         vec![json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns } })];
-    for (_, crd) in ratchet_api::crds()? {
+    for crd in ratchet_operator::registry::crds()? {
         docs.push(serde_json::to_value(crd)?);
     }
     docs.push(json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "ratchet", "namespace": ns } }));

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
+use ratchet_operator::webhooks::registration::{self, Endpoint, Registration};
 use ratchet_testenv::TestEnv;
 use ratchet_testenv::binaries::ensure_helm;
 use serde::Deserialize;
@@ -115,9 +116,30 @@ fn default_render_is_ha_with_cert_manager_and_cluster_rbac() -> Result<()> {
         webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
             == "ratchet-system/ratchet-webhook"
     );
-    // Each entry names the version its handler speaks (others arrive converted).
-    ensure!(webhook["webhooks"][0]["rules"][0]["apiVersions"] == serde_json::json!(["v1beta1"]));
-    ensure!(webhook["webhooks"][1]["rules"][0]["apiVersions"] == serde_json::json!(["v1alpha1"]));
+    // One entry per registered service, as the operator registers it: each
+    // names the version its handler speaks (others arrive converted).
+    let registration = Registration {
+        name: "ratchet".into(),
+        endpoint: Endpoint::Service {
+            namespace: "ratchet-system".into(),
+            name: "ratchet".into(),
+            port: 443,
+        },
+        namespace_selector: None,
+        admission: true,
+        conversion: false,
+    };
+    let mut expected = registration::webhooks(&registration, "");
+    for entry in &mut expected {
+        if let Some(config) = entry["clientConfig"].as_object_mut() {
+            config.remove("caBundle");
+        }
+    }
+    ensure!(
+        webhook["webhooks"] == serde_json::json!(expected),
+        "the chart's webhooks drifted from the registry's: {}",
+        webhook["webhooks"]
+    );
     let rules = find(&docs, "ClusterRole", "ratchet").context("cluster role")?["rules"].to_string();
     ensure!(
         rules.contains("cinders/status") && !rules.contains("\"*\""),
@@ -198,9 +220,11 @@ fn chart_rbac_is_the_operators_own_list() -> Result<()> {
 
 #[test]
 fn chart_crds_are_the_generated_ones() -> Result<()> {
-    for (file, crd) in ratchet_api::crds()? {
+    for crd in ratchet_operator::registry::crds()? {
+        let file = ratchet_operator::registry::crd_file(&crd);
         let generated = ratchet_api::crd_yaml(&crd)?;
-        let in_chart = std::fs::read_to_string(chart().join("crds").join(file)).unwrap_or_default();
+        let in_chart =
+            std::fs::read_to_string(chart().join("crds").join(&file)).unwrap_or_default();
         ensure!(
             generated == in_chart,
             "deploy/helm/ratchet/crds/{file} is stale: copy deploy/crds/{file}"

@@ -7,6 +7,8 @@ pub mod filters;
 pub mod paste;
 pub mod profile;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::crd::MergeError;
 use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
@@ -38,6 +40,10 @@ impl OpenStackService for Cinder {
         config::API_PASTE_CONFIG,
     ];
     const DEFAULT_UID: i64 = 42407;
+
+    fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
+        ratchet_api::cinder::crd()
+    }
 
     fn profile() -> Profile {
         profile::profile()

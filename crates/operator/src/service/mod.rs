@@ -20,8 +20,11 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::crd::MergeError;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -38,10 +41,12 @@ use caches::Caches;
 
 use crate::context::Context;
 use crate::error::Error;
+use crate::registry::{self, ServiceVisitor};
 
 /// An OpenStack service resource the shared controller drives.
 pub trait OpenStackService:
     Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + kube::CustomResourceExt
     + Clone
     + Debug
     + Serialize
@@ -51,7 +56,7 @@ pub trait OpenStackService:
     + 'static
 {
     /// How the resource stores its status.
-    type Status: PartialEq + Serialize + Send + Sync;
+    type Status: PartialEq + Serialize + Send + Sync + 'static;
 
     /// Lower-case service name: labels, metrics, messages.
     const SERVICE: &'static str;
@@ -68,6 +73,10 @@ pub trait OpenStackService:
     /// The uid its pods run as unless `spec.securityContext` says otherwise.
     const DEFAULT_UID: i64;
 
+    /// The CRD Ratchet ships: every served version, this type's stored.
+    fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
+        Ok(Self::crd())
+    }
     fn profile() -> Profile;
     fn spec_view(&self) -> SpecView;
     fn status_view(&self) -> StatusView;
@@ -116,9 +125,7 @@ fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Con
 pub async fn run<S: OpenStackService>(
     ctx: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) where
-    S::Status: 'static,
-{
+) {
     let (caches, triggers) = Caches::start(&ctx);
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
     // Our own reflector rather than `Controller::new`'s: it retries a failed
@@ -158,14 +165,30 @@ pub async fn run<S: OpenStackService>(
         .await;
 }
 
-/// Runs the controller of every service until `shutdown` resolves.
+/// Runs the controller of every registered service until `shutdown` resolves.
 pub async fn run_all(
     ctx: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let shutdown = shutdown.shared();
-    tokio::join!(
-        run::<ratchet_api::cinder::v1beta1::Cinder>(ctx.clone(), shutdown.clone()),
-        run::<ratchet_api::ironic::v1alpha1::Ironic>(ctx, shutdown),
-    );
+    struct Controllers<F: Future> {
+        ctx: Arc<Context>,
+        shutdown: Shared<F>,
+        running: Vec<BoxFuture<'static, ()>>,
+    }
+    impl<F> ServiceVisitor for Controllers<F>
+    where
+        F: Future<Output = ()> + Send + Sync + 'static,
+    {
+        fn visit<S: OpenStackService>(&mut self) {
+            let run = run::<S>(self.ctx.clone(), self.shutdown.clone());
+            self.running.push(run.boxed());
+        }
+    }
+    let mut controllers = Controllers {
+        ctx,
+        shutdown: shutdown.shared(),
+        running: Vec::new(),
+    };
+    registry::visit_all(&mut controllers);
+    futures::future::join_all(controllers.running).await;
 }

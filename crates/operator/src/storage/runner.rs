@@ -22,13 +22,14 @@ use super::condition::{Outcome, migrate_recorded};
 use super::migrator::{MigrationOptions, get_crd};
 use super::schedule::Schedule;
 use crate::context::Context;
+use crate::registry;
 use crate::webhooks::registration::ensure_conversion;
 
 /// The CRDs Ratchet owns, by name.
 pub fn ratchet_crds() -> Vec<String> {
-    ratchet_api::crd_names()
-        .into_iter()
-        .map(str::to_owned)
+    registry::services()
+        .iter()
+        .map(registry::Registered::crd_name)
         .collect()
 }
 

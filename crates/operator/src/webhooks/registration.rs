@@ -8,15 +8,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use serde_json::json;
 
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
-
 use kube::CustomResourceExt;
 
 use super::conversion::CINDER_CONVERSION_PATH;
 use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
+use crate::registry::{self, ServiceVisitor};
 use crate::service::OpenStackService;
 
 /// How the API server reaches the webhook.
@@ -91,10 +89,7 @@ pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Re
 /// serving certificate; re-applying it on every start keeps it correct after
 /// the object is replaced by Helm or GitOps.
 pub async fn register(client: &Client, registration: &Registration, ca_pem: &str) -> Result<()> {
-    let webhooks = vec![
-        webhook::<Cinder>(registration, ca_pem),
-        webhook::<Ironic>(registration, ca_pem),
-    ];
+    let webhooks = webhooks(registration, ca_pem);
     let object: ValidatingWebhookConfiguration = serde_json::from_value(json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -104,6 +99,28 @@ pub async fn register(client: &Client, registration: &Registration, ca_pem: &str
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     apply(&api, &registration.name, &object).await?;
     Ok(())
+}
+
+/// The configuration's entries, one per registered service (the chart's
+/// copy is held to these by a test).
+pub fn webhooks(registration: &Registration, ca_pem: &str) -> Vec<serde_json::Value> {
+    struct Webhooks<'a> {
+        registration: &'a Registration,
+        ca_pem: &'a str,
+        all: Vec<serde_json::Value>,
+    }
+    impl ServiceVisitor for Webhooks<'_> {
+        fn visit<S: OpenStackService>(&mut self) {
+            self.all.push(webhook::<S>(self.registration, self.ca_pem));
+        }
+    }
+    let mut webhooks = Webhooks {
+        registration,
+        ca_pem,
+        all: Vec::new(),
+    };
+    registry::visit_all(&mut webhooks);
+    webhooks.all
 }
 
 /// One service's entry: its path, its resources, every version.

@@ -11,13 +11,12 @@ use axum_server::tls_rustls::RustlsConfig;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::conversion::ConversionReview;
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::conversion::{self, CINDER_CONVERSION_PATH};
 use super::validation::validate;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::registry::{self, ServiceVisitor};
 use crate::service::OpenStackService;
 
 /// Where the API server sends a service's admission reviews:
@@ -57,9 +56,7 @@ pub async fn start(
     let local_addr = listener
         .local_addr()
         .map_err(|e| Error::Tls(e.to_string()))?;
-    let app = Router::new()
-        .route(&validation_path::<Cinder>(), post(review::<Cinder>))
-        .route(&validation_path::<Ironic>(), post(review::<Ironic>))
+    let app = validation_routes()
         .route(CINDER_CONVERSION_PATH, post(convert_cinders))
         .with_state(metrics);
     let handle = axum_server::Handle::new();
@@ -73,6 +70,20 @@ pub async fn start(
     });
     tracing::info!(%local_addr, "admission webhook serving");
     Ok(WebhookServer { local_addr, handle })
+}
+
+/// `/validate/<plural>` for every registered service.
+fn validation_routes() -> Router<Arc<Metrics>> {
+    struct Routes(Router<Arc<Metrics>>);
+    impl ServiceVisitor for Routes {
+        fn visit<S: OpenStackService>(&mut self) {
+            let router = std::mem::take(&mut self.0);
+            self.0 = router.route(&validation_path::<S>(), post(review::<S>));
+        }
+    }
+    let mut routes = Routes(Router::new());
+    registry::visit_all(&mut routes);
+    routes.0
 }
 
 async fn review<S: OpenStackService>(
@@ -129,6 +140,7 @@ async fn convert_cinders(
 
 #[cfg(test)]
 mod tests {
+    use ratchet_api::cinder::v1beta1::Cinder;
     use serde_json::json;
 
     use super::*;
