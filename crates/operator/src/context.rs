@@ -10,7 +10,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use crate::error::Failures;
 use crate::events::Publisher;
 use crate::metrics::Metrics;
-use crate::webhooks::ConversionTarget;
+use crate::webhooks::config::{ConversionTarget, WebhookConfig};
 
 /// How an operator instance is set up.
 #[derive(Clone, Debug)]
@@ -22,11 +22,11 @@ pub struct OperatorConfig {
     /// This instance's name in events (`reportingInstance`), e.g. the pod name.
     pub instance: String,
     /// Serve admission webhooks (None: controllers only).
-    pub webhook: Option<crate::webhooks::WebhookConfig>,
+    pub webhook: Option<WebhookConfig>,
     /// Serve /metrics, /healthz and /readyz over plain HTTP here.
     pub metrics_bind: Option<std::net::SocketAddr>,
     /// Run the controllers only while holding this Lease (None: always).
-    pub leader_election: Option<crate::leader::LeaderElection>,
+    pub leader_election: Option<LeaderElection>,
     /// Migrate Ratchet's CRDs' stored objects to their storage version and prune
     /// `status.storedVersions` (needs cluster-wide rights on the resources; off
     /// by default in single-namespace mode).
@@ -34,6 +34,20 @@ pub struct OperatorConfig {
     /// How long a pass waits for the watch caches' first lists before it fails
     /// with `CacheNotReady` (a Warning event on the resource naming the kind).
     pub cache_sync_timeout: std::time::Duration,
+}
+
+/// Which Lease the replicas compete for, and how long it lasts.
+#[derive(Clone, Debug)]
+pub struct LeaderElection {
+    pub lease_name: String,
+    pub namespace: String,
+    /// This replica's identity (the pod name).
+    pub identity: String,
+    /// Seconds a Lease stays valid without renewal; a crashed leader is replaced
+    /// after at most this long.
+    pub duration_seconds: u64,
+    /// Seconds before expiry the holder renews.
+    pub grace_seconds: u64,
 }
 
 impl Default for OperatorConfig {

@@ -9,20 +9,7 @@ use std::sync::Arc;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
-use crate::context::Context;
-
-#[derive(Clone, Debug)]
-pub struct LeaderElection {
-    pub lease_name: String,
-    pub namespace: String,
-    /// This replica's identity (the pod name).
-    pub identity: String,
-    /// Seconds a Lease stays valid without renewal; a crashed leader is replaced
-    /// after at most this long.
-    pub duration_seconds: u64,
-    /// Seconds before expiry the holder renews.
-    pub grace_seconds: u64,
-}
+use crate::context::{Context, LeaderElection};
 
 /// Resolves once `stop` says true.
 async fn stopped(mut stop: watch::Receiver<bool>) {

@@ -21,7 +21,7 @@ pub mod webhooks;
 
 use std::sync::Arc;
 
-pub use context::{Context, OperatorConfig};
+pub use context::{Context, LeaderElection, OperatorConfig};
 pub use error::Error;
 
 /// How long a graceful stop waits for in-flight reconciles.
@@ -131,9 +131,39 @@ async fn controllers(
     use futures::FutureExt;
     let shutdown = shutdown.shared();
     let crds_kept = ctx.config.storage_migration || ctx.conversion.is_some();
-    tokio::join!(service::run_all(ctx.clone(), shutdown.clone()), async {
+    tokio::join!(run_all(ctx.clone(), shutdown.clone()), async {
         if crds_kept {
             storage::runner::run(ctx.clone(), shutdown.clone()).await;
         }
     });
+}
+
+/// Runs the controller of every registered service until `shutdown` resolves.
+async fn run_all(
+    ctx: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    use futures::FutureExt;
+    use futures::future::{BoxFuture, Shared};
+    struct Controllers<F: std::future::Future> {
+        ctx: Arc<Context>,
+        shutdown: Shared<F>,
+        running: Vec<BoxFuture<'static, ()>>,
+    }
+    impl<F> registry::ServiceVisitor for Controllers<F>
+    where
+        F: std::future::Future<Output = ()> + Send + Sync + 'static,
+    {
+        fn visit<S: service::OpenStackService>(&mut self) {
+            let run = service::run::<S>(self.ctx.clone(), self.shutdown.clone());
+            self.running.push(run.boxed());
+        }
+    }
+    let mut controllers = Controllers {
+        ctx,
+        shutdown: shutdown.shared(),
+        running: Vec::new(),
+    };
+    registry::visit_all(&mut controllers);
+    futures::future::join_all(controllers.running).await;
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Result, ensure};
 use kube::api::{Patch, PatchParams};
 use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
-use ratchet_operator::leader::LeaderElection;
+use ratchet_operator::LeaderElection;
 use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_testenv::wait::until;

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use ratchet_operator::LeaderElection;
 use ratchet_operator::OperatorConfig;
-use ratchet_operator::leader::LeaderElection;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 
 #[derive(Args)]

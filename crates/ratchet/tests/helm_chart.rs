@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
-use ratchet_operator::webhooks::registration::{self, Endpoint, Registration};
+use ratchet_operator::webhooks::registration;
+use ratchet_operator::webhooks::{Endpoint, Registration};
 use ratchet_testenv::TestEnv;
 use ratchet_testenv::binaries::ensure_helm;
 use serde::Deserialize;

@@ -20,8 +20,7 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, Shared};
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::crd::MergeError;
@@ -41,7 +40,6 @@ use caches::Caches;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::registry::{self, ServiceVisitor};
 
 /// An OpenStack service resource the shared controller drives.
 pub trait OpenStackService:
@@ -163,32 +161,4 @@ pub async fn run<S: OpenStackService>(
             }
         })
         .await;
-}
-
-/// Runs the controller of every registered service until `shutdown` resolves.
-pub async fn run_all(
-    ctx: Arc<Context>,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) {
-    struct Controllers<F: Future> {
-        ctx: Arc<Context>,
-        shutdown: Shared<F>,
-        running: Vec<BoxFuture<'static, ()>>,
-    }
-    impl<F> ServiceVisitor for Controllers<F>
-    where
-        F: Future<Output = ()> + Send + Sync + 'static,
-    {
-        fn visit<S: OpenStackService>(&mut self) {
-            let run = run::<S>(self.ctx.clone(), self.shutdown.clone());
-            self.running.push(run.boxed());
-        }
-    }
-    let mut controllers = Controllers {
-        ctx,
-        shutdown: shutdown.shared(),
-        running: Vec::new(),
-    };
-    registry::visit_all(&mut controllers);
-    futures::future::join_all(controllers.running).await;
 }

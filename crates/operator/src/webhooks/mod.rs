@@ -1,6 +1,7 @@
 //! Admission and CRD conversion webhooks: served over TLS by the operator,
 //! registered with the API server, deciding through pure functions.
 
+pub mod config;
 pub mod conversion;
 pub mod registration;
 pub mod server;
@@ -12,23 +13,12 @@ use std::sync::Arc;
 
 use kube::Client;
 
-pub use registration::{ConversionTarget, Endpoint, Registration};
+pub use config::{ConversionTarget, Endpoint, Registration, WebhookConfig};
 pub use server::WebhookServer;
 pub use tls::TlsSource;
 
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-
-/// How the operator serves its webhooks.
-#[derive(Clone, Debug)]
-pub struct WebhookConfig {
-    pub bind: SocketAddr,
-    pub tls: TlsSource,
-    /// Keep a ValidatingWebhookConfiguration and the CRDs' conversion pointing at
-    /// this server (requires the CA that signed the certificate: self-managed,
-    /// or given as a file).
-    pub registration: Option<Registration>,
-}
 
 /// Starts serving and, when asked, registers the configuration (and the CRDs'
 /// conversion, returned so it can be kept). With a URL endpoint whose port is

@@ -1,7 +1,5 @@
 //! The ValidatingWebhookConfiguration that points the API server at us.
 
-use std::collections::BTreeMap;
-
 use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -10,47 +8,13 @@ use serde_json::json;
 
 use kube::CustomResourceExt;
 
+use super::config::{ConversionTarget, Endpoint, Registration};
 use super::conversion::CINDER_CONVERSION_PATH;
 use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
 use crate::registry::{self, ServiceVisitor};
 use crate::service::OpenStackService;
-
-/// How the API server reaches the webhook.
-#[derive(Clone, Debug)]
-pub enum Endpoint {
-    /// A URL base, e.g. `https://127.0.0.1:9443` (local clusters, tests).
-    Url(String),
-    /// A Service in the cluster.
-    Service {
-        namespace: String,
-        name: String,
-        port: i32,
-    },
-}
-
-/// The configuration object Ratchet keeps up to date.
-#[derive(Clone, Debug)]
-pub struct Registration {
-    pub name: String,
-    pub endpoint: Endpoint,
-    /// Only namespaces with these labels are validated (None: all).
-    pub namespace_selector: Option<BTreeMap<String, String>>,
-    /// Keep the ValidatingWebhookConfiguration (false where it is deployed
-    /// with its caBundle injected by cert-manager).
-    pub admission: bool,
-    /// Also keep the conversion of Ratchet's multi-version CRDs pointed at this
-    /// server (one operator per cluster: the CRDs are cluster-wide).
-    pub conversion: bool,
-}
-
-/// Where a CRD's conversion webhook must point, and the CA it must trust.
-#[derive(Clone, Debug)]
-pub struct ConversionTarget {
-    pub endpoint: Endpoint,
-    pub ca_pem: String,
-}
 
 /// Points the Cinder CRD's conversion at `target` unless it already does;
 /// true when it had to change it. A CRD re-applied by Helm or GitOps loses its
