@@ -14,10 +14,10 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 use ratchet_release::Release;
 
-use crate::service::OpenStackService;
 use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use crate::service::model::ServiceModel;
 use crate::service::status::{self, Stored};
+use crate::service::{Example, OpenStackService};
 use crate::webhooks::validation::is_dns_label;
 
 impl OpenStackService for Cinder {
@@ -43,6 +43,17 @@ impl OpenStackService for Cinder {
 
     fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
         ratchet_api::cinder::crd()
+    }
+
+    fn example(name: &str, release: &str, repository: &str, scale: usize) -> Example {
+        let backends: Vec<String> = (1..=scale).map(|i| format!("backend{i}")).collect();
+        let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
+        Example {
+            manifest: ratchet_api::cinder::example_manifest(
+                name, release, repository, release, &backends,
+            ),
+            shape: format!("{scale} back end(s)"),
+        }
     }
 
     fn profile() -> Profile {

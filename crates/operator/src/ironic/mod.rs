@@ -10,10 +10,10 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 pub use ratchet_phase_machine::profiles::ironic::{CONFIG_DIR, SERVICE};
 
-use crate::service::OpenStackService;
 use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, PIN_RELEASE_VERSION, TRANSPORT_URL};
 use crate::service::model::ServiceModel;
 use crate::service::status::{self, Stored};
+use crate::service::{Example, OpenStackService};
 
 impl OpenStackService for Ironic {
     type Status = IronicStatus;
@@ -30,6 +30,13 @@ impl OpenStackService for Ironic {
         config::API_WORKERS_OPTION,
     ];
     const DEFAULT_UID: i64 = 42422;
+
+    fn example(name: &str, release: &str, repository: &str, _scale: usize) -> Example {
+        Example {
+            manifest: ratchet_api::ironic::example_manifest(name, release, repository, release, 2),
+            shape: "2 APIs and 2 conductors".into(),
+        }
+    }
 
     fn profile() -> Profile {
         ratchet_phase_machine::profiles::ironic::profile()

@@ -83,6 +83,10 @@ pub trait OpenStackService:
     fn desired_status(profile: &Profile, decided: &DesiredStatus) -> Self::Status;
     /// What the resource runs, for the resource named `name`.
     fn model(&self, name: &str) -> ServiceModel;
+    /// A small resource of this service named `name` (the demo's): `scale`
+    /// sizes what a demo varies, Cinder's volume back ends (Ironic runs two APIs
+    /// and two conductors whatever it says).
+    fn example(name: &str, release: &str, repository: &str, scale: usize) -> Example;
     /// Service-specific reasons admission refuses the resource (the release
     /// and image rules are shared).
     fn violations(&self) -> Vec<String> {
@@ -93,6 +97,12 @@ pub trait OpenStackService:
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
+}
+
+/// An example resource, and a few words on its shape.
+pub struct Example {
+    pub manifest: serde_json::Value,
+    pub shape: String,
 }
 
 fn api<K>(ctx: &Context) -> Api<K>

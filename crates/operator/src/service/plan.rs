@@ -47,7 +47,7 @@ fn image_patch(layout: ImageLayout, pins: &[(&str, Value)]) -> Value {
 /// The patch that moves release and image to `target`: the tag stays a tag
 /// and the digest a digest (a merge patch merges into the image, so the field
 /// it does not use stays unset).
-fn start_patch(spec: &SpecView, target: &str) -> Value {
+pub fn start_patch(spec: &SpecView, target: &str) -> Value {
     let image = match &spec.image_tag {
         Some(_) => image_patch(spec.image_layout, &[("tag", json!(target))]),
         None => image_patch(

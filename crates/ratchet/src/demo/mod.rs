@@ -53,8 +53,8 @@ pub enum Inject {
 #[derive(Args)]
 pub struct DemoArgs {
     /// The OpenStack service to install and upgrade.
-    #[arg(long, value_enum, default_value = "cinder")]
-    service: Service,
+    #[arg(long, default_value = "cinder", value_parser = clap::builder::PossibleValuesParser::new(subject::names()))]
+    service: String,
     /// OpenStack release to install.
     #[arg(long, default_value = "2026.1")]
     release: String,
@@ -151,8 +151,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         )
         .await?;
     ratchet_operator::install::ensure_example_secrets(&client, NAMESPACE).await?;
-    let service = args.service;
-    let mut manifest = service.manifest(&args.release, args.backends);
+    let service = Service::new(&args.service, &args.release, args.backends)?;
+    let mut manifest = service.manifest();
     if args.inject == Some(Inject::StuckRollout) {
         // A short progress deadline so the stall is reported within the demo.
         manifest["spec"]["rolloutDeadlineSeconds"] = serde_json::json!(10);
@@ -164,18 +164,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     api.create(&PostParams::default(), &object)
         .await
         .with_context(|| format!("creating the demo {}", service.kind()))?;
-    let shape = match service {
-        Service::Cinder => format!("{} back end(s)", args.backends),
-        Service::Ironic => "2 APIs and 2 conductors".to_string(),
-    };
     println!(
-        "Created {} {NAMESPACE}/{} at {} with {shape}.",
+        "Created {} {NAMESPACE}/{} at {} with {}.",
         service.kind(),
         service.name(),
-        args.release
+        args.release,
+        service.shape()
     );
 
-    follow_until_ready(service, &api, started).await?;
+    follow_until_ready(&service, &api, started).await?;
 
     let from: Release = args.release.parse()?;
     let to = match args.to.as_deref() {
@@ -188,9 +185,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             let scenarios = kubelet.scenarios();
             let injected = args
                 .inject
-                .map(|inject| inject_failure(scenarios, service, inject, &to));
+                .map(|inject| inject_failure(scenarios, &service, inject, &to));
             let injected = injected.map(|rule| (scenarios, rule));
-            upgrade::run(&client, service, &api, from, to, injected).await?
+            upgrade::run(&client, &service, &api, from, to, injected).await?
         }
         None => format!("VERDICT: installed {from}; no upgrade requested."),
     };
@@ -218,7 +215,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
 /// Prints every change of the resource's conditions until it is Ready.
 async fn follow_until_ready(
-    service: Service,
+    service: &Service,
     api: &Api<DynamicObject>,
     started: Instant,
 ) -> anyhow::Result<()> {
@@ -269,7 +266,12 @@ async fn follow_until_ready(
 }
 
 /// Sets the simulated kubelet up to make the chosen part of the upgrade fail.
-fn inject_failure(scenarios: &Scenarios, service: Service, inject: Inject, to: &Release) -> RuleId {
+fn inject_failure(
+    scenarios: &Scenarios,
+    service: &Service,
+    inject: Inject,
+    to: &Release,
+) -> RuleId {
     let workload = service.injected_into(inject);
     let (selector, behaviour) = match inject {
         Inject::FailSchema => (

@@ -1,106 +1,120 @@
-//! The service the demo installs and upgrades, and what differs between them:
-//! its resource, manifest, image field, the phase Jobs a failure can be
+//! The service the demo installs and upgrades, read off the registry: its
+//! resource, example manifest, image field, the phase Jobs a failure can be
 //! injected into, and its profile (which phases can still be aborted).
 
-use kube::api::{ApiResource, DynamicObject};
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
+use anyhow::Context;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use ratchet_operator::registry::{self, Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
-use ratchet_phase_machine::{Profile, Step};
+use ratchet_operator::service::model::WorkloadKind;
+use ratchet_operator::service::plan::start_patch;
+use ratchet_phase_machine::{Profile, SpecView, Step};
 use ratchet_release::Release;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Inject;
 
 const REPOSITORY: &str = "registry.invalid/openstack";
 
-/// The OpenStack service of the demo.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Service {
-    /// Expand, migrate (upgrade check), roll, contract, then the second roll.
-    Cinder,
-    /// Schema upgrade, upgrade check, pinned roll, unpin, online data migrations.
-    Ironic,
+/// The OpenStack service of the demo, and its resource (named after the service).
+#[derive(Clone, Debug)]
+pub struct Service {
+    registered: Registered,
+    profile: Profile,
+    manifest: Value,
+    shape: String,
+    spec: SpecView,
+    /// The workload a stuck roll hangs: the last StatefulSet in roll order.
+    stalled_workload: String,
+}
+
+/// The services `--service` accepts: every registered one.
+pub fn names() -> Vec<&'static str> {
+    registry::services().iter().map(|s| s.service).collect()
 }
 
 impl Service {
+    /// `service` at `release`, sized by `scale` (Cinder's volume back ends).
+    pub fn new(service: &str, release: &str, scale: usize) -> anyhow::Result<Service> {
+        struct Build<'a> {
+            release: &'a str,
+            scale: usize,
+        }
+        impl ServiceFn for Build<'_> {
+            type Output = anyhow::Result<Service>;
+            fn call<S: OpenStackService>(self) -> Self::Output {
+                let name = S::SERVICE;
+                let repository = format!("{REPOSITORY}/{name}");
+                let example = S::example(name, self.release, &repository, self.scale);
+                let object: S = serde_json::from_value(example.manifest.clone())
+                    .with_context(|| format!("the example {name}"))?;
+                let stalled_workload = object
+                    .model(name)
+                    .workloads
+                    .iter()
+                    .rfind(|w| w.kind == WorkloadKind::StatefulSet)
+                    .map(|w| w.name.clone())
+                    .unwrap_or_default();
+                let registered = registry::services()
+                    .into_iter()
+                    .find(|s| s.service == name)
+                    .context("registered")?;
+                Ok(Service {
+                    registered,
+                    profile: S::profile(),
+                    manifest: example.manifest,
+                    shape: example.shape,
+                    spec: object.spec_view(),
+                    stalled_workload,
+                })
+            }
+        }
+        registry::with_service(service, Build { release, scale })
+            .with_context(|| format!("no service {service:?}: one of {:?}", names()))?
+    }
+
     /// The name of the demo's resource (and the prefix of everything it owns).
-    pub fn name(self) -> &'static str {
-        match self {
-            Service::Cinder => "cinder",
-            Service::Ironic => "ironic",
-        }
+    pub fn name(&self) -> &'static str {
+        self.registered.service
     }
 
-    pub fn kind(self) -> &'static str {
-        match self {
-            Service::Cinder => "Cinder",
-            Service::Ironic => "Ironic",
-        }
+    pub fn kind(&self) -> &str {
+        &self.registered.kind
     }
 
-    pub fn resource(self) -> ApiResource {
-        match self {
-            Service::Cinder => ApiResource::erase::<Cinder>(&()),
-            Service::Ironic => ApiResource::erase::<Ironic>(&()),
-        }
+    pub fn resource(&self) -> ApiResource {
+        let r = &self.registered;
+        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
+        ApiResource::from_gvk_with_plural(&gvk, &r.plural)
     }
 
-    pub fn profile(self) -> Profile {
-        match self {
-            Service::Cinder => Cinder::profile(),
-            Service::Ironic => Ironic::profile(),
-        }
+    pub fn profile(&self) -> &Profile {
+        &self.profile
     }
 
-    /// The resource at `release`; Cinder with `backends` volume back ends,
-    /// Ironic with two APIs and two conductors.
-    pub fn manifest(self, release: &str, backends: usize) -> Value {
-        let repository = format!("{REPOSITORY}/{}", self.name());
-        match self {
-            Service::Cinder => {
-                let names: Vec<String> = (1..=backends).map(|i| format!("backend{i}")).collect();
-                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                ratchet_api::cinder::example_manifest(
-                    self.name(),
-                    release,
-                    &repository,
-                    release,
-                    &refs,
-                )
-            }
-            Service::Ironic => {
-                ratchet_api::ironic::example_manifest(self.name(), release, &repository, release, 2)
-            }
-        }
+    /// The resource at the release it was made for.
+    pub fn manifest(&self) -> Value {
+        self.manifest.clone()
+    }
+
+    /// What the resource runs, in a few words.
+    pub fn shape(&self) -> &str {
+        &self.shape
     }
 
     /// Where the image tag lives, for what the demo prints.
-    pub fn tag_field(self) -> &'static str {
-        match self {
-            Service::Cinder => "spec.image.reference.tag",
-            Service::Ironic => "spec.image.tag",
-        }
+    pub fn tag_field(&self) -> String {
+        format!("{}.tag", self.spec.image_layout.pin_field())
     }
 
     /// The merge patch that moves release and image to `release` together.
-    pub fn release_patch(self, release: Release) -> Value {
-        let release = release.to_string();
-        match self {
-            Service::Cinder => json!({ "spec": {
-                "openStackRelease": release,
-                "image": { "reference": { "tag": release } },
-            } }),
-            Service::Ironic => json!({ "spec": {
-                "openStackRelease": release,
-                "image": { "tag": release },
-            } }),
-        }
+    pub fn release_patch(&self, release: Release) -> Value {
+        start_patch(&self.spec, &release.to_string())
     }
 
     /// The workload (a phase Job, or the roll's last step) an injected failure
     /// hits: the phase Jobs in the profile's order, then the workload to stall.
-    pub fn injected_into(self, inject: Inject) -> String {
+    pub fn injected_into(&self, inject: Inject) -> String {
         let jobs: Vec<&str> = self
             .profile()
             .phases
@@ -110,18 +124,17 @@ impl Service {
                 Step::Roll { .. } => None,
             })
             .collect();
-        let suffix = match (inject, self) {
-            (Inject::FailSchema, _) => jobs.first().copied(),
-            (Inject::FailCheck, _) => jobs.get(1).copied(),
-            (Inject::FailDataMigrations, _) => jobs.last().copied(),
-            (Inject::StuckRollout, Service::Cinder) => Some("backup"),
-            (Inject::StuckRollout, Service::Ironic) => Some("conductor"),
+        let job = match inject {
+            Inject::FailSchema => jobs.first(),
+            Inject::FailCheck => jobs.get(1),
+            Inject::FailDataMigrations => jobs.last(),
+            Inject::StuckRollout => return self.stalled_workload.clone(),
         };
-        format!("{}-{}", self.name(), suffix.unwrap_or_default())
+        format!("{}-{}", self.name(), job.copied().unwrap_or_default())
     }
 
     /// The phase Job of `phase`, if that phase runs one.
-    pub fn job_of(self, phase: &str) -> Option<String> {
+    pub fn job_of(&self, phase: &str) -> Option<String> {
         match &self.profile().phase(phase)?.1.step {
             Step::Job { template, .. } => Some(format!("{}-{}", self.name(), template.suffix)),
             Step::Roll { .. } => None,
@@ -131,7 +144,7 @@ impl Service {
     /// Whether DatabaseReady's `reason` says a phase (or the sync) failed for
     /// good: a phase's failure reason, one of its Jobs' named exit codes, or
     /// the steady-state sync's failure.
-    pub fn is_failure(self, reason: &str) -> bool {
+    pub fn is_failure(&self, reason: &str) -> bool {
         reason == ratchet_phase_machine::vocabulary::reason::DB_SYNC_FAILED
             || self.profile().phases.iter().any(|p| match &p.step {
                 Step::Job {
@@ -146,7 +159,7 @@ impl Service {
     }
 
     /// Whether reverting to the installed release still aborts in `phase`.
-    pub fn abortable(self, phase: &str) -> bool {
+    pub fn abortable(&self, phase: &str) -> bool {
         self.profile().phase(phase).is_none_or(|(_, p)| p.abortable)
     }
 }
@@ -162,39 +175,59 @@ mod tests {
 
     #[test]
     fn failures_land_in_each_services_own_jobs() {
+        let service = |name: &str| Service::new(name, "2026.1", 1).expect("a registered service");
         let cases = [
-            (Service::Cinder, Inject::FailSchema, "cinder-db-expand"),
-            (Service::Cinder, Inject::FailCheck, "cinder-db-migrate"),
+            ("cinder", Inject::FailSchema, "cinder-db-expand"),
+            ("cinder", Inject::FailCheck, "cinder-db-migrate"),
+            ("cinder", Inject::FailDataMigrations, "cinder-db-contract"),
+            ("cinder", Inject::StuckRollout, "cinder-backup"),
+            ("ironic", Inject::FailSchema, "ironic-db-upgrade"),
+            ("ironic", Inject::FailCheck, "ironic-upgrade-check"),
             (
-                Service::Cinder,
-                Inject::FailDataMigrations,
-                "cinder-db-contract",
-            ),
-            (Service::Cinder, Inject::StuckRollout, "cinder-backup"),
-            (Service::Ironic, Inject::FailSchema, "ironic-db-upgrade"),
-            (Service::Ironic, Inject::FailCheck, "ironic-upgrade-check"),
-            (
-                Service::Ironic,
+                "ironic",
                 Inject::FailDataMigrations,
                 "ironic-online-migrations",
             ),
-            (Service::Ironic, Inject::StuckRollout, "ironic-conductor"),
+            ("ironic", Inject::StuckRollout, "ironic-conductor"),
         ];
-        for (service, inject, workload) in cases {
+        for (name, inject, workload) in cases {
             assert_eq!(
-                service.injected_into(inject),
+                service(name).injected_into(inject),
                 workload,
-                "{service:?} {inject:?}"
+                "{name} {inject:?}"
             );
         }
+        let (cinder, ironic) = (service("cinder"), service("ironic"));
         assert_eq!(
-            Service::Ironic.job_of("OnlineMigrations").as_deref(),
+            ironic.job_of("OnlineMigrations").as_deref(),
             Some("ironic-online-migrations")
         );
-        assert!(!Service::Ironic.abortable("OnlineMigrations"));
-        assert!(Service::Ironic.is_failure("DatabaseNotCompatible"));
-        assert!(Service::Cinder.is_failure("ContractFailed"));
-        assert!(!Service::Cinder.is_failure("ExpandInProgress"));
-        assert!(Service::Cinder.abortable("Contracting"));
+        assert!(!ironic.abortable("OnlineMigrations"));
+        assert!(ironic.is_failure("DatabaseNotCompatible"));
+        assert!(cinder.is_failure("ContractFailed"));
+        assert!(!cinder.is_failure("ExpandInProgress"));
+        assert!(cinder.abortable("Contracting"));
+        assert!(Service::new("nova", "2026.1", 1).is_err());
+    }
+
+    #[test]
+    fn the_release_patch_moves_release_and_tag_where_each_keeps_its_tag() {
+        let release: Release = "2026.2".parse().expect("release");
+        let cinder = Service::new("cinder", "2026.1", 2).expect("cinder");
+        assert_eq!(cinder.tag_field(), "spec.image.reference.tag");
+        assert_eq!(cinder.shape(), "2 back end(s)");
+        assert_eq!(
+            cinder.release_patch(release),
+            serde_json::json!({ "spec": {
+                "openStackRelease": "2026.2",
+                "image": { "reference": { "tag": "2026.2" } },
+            } })
+        );
+        let ironic = Service::new("ironic", "2026.1", 1).expect("ironic");
+        assert_eq!(ironic.tag_field(), "spec.image.tag");
+        assert_eq!(
+            ironic.release_patch(release),
+            serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "tag": "2026.2" } } })
+        );
     }
 }

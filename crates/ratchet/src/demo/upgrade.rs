@@ -53,9 +53,9 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(service: Service) -> Follower {
+    fn new(service: &Service) -> Follower {
         Follower {
-            service,
+            service: service.clone(),
             earlier_failure: None,
             started: Instant::now(),
             phases: Vec::new(),
@@ -211,7 +211,7 @@ impl Follower {
 }
 
 async fn set_release(
-    service: Service,
+    service: &Service,
     api: &Api<DynamicObject>,
     release: Release,
 ) -> anyhow::Result<()> {
@@ -230,7 +230,7 @@ async fn set_release(
 /// Returns the verdict.
 pub async fn run(
     client: &Client,
-    service: Service,
+    service: &Service,
     api: &Api<DynamicObject>,
     from: Release,
     to: Release,
