@@ -4,8 +4,8 @@
 
 pub mod config;
 pub mod filters;
+pub mod model;
 pub mod paste;
-pub mod profile;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::crd::MergeError;
@@ -23,7 +23,7 @@ use crate::webhooks::validation::is_dns_label;
 impl OpenStackService for Cinder {
     type Status = CinderStatus;
 
-    const SERVICE: &'static str = profile::SERVICE;
+    const SERVICE: &'static str = model::SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "cinder.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "cinder.c5c3.io/last-upgrade-check-job-uid";
     const MANAGED_OPTIONS: &'static [ManagedOption] = &[
@@ -57,7 +57,7 @@ impl OpenStackService for Cinder {
     }
 
     fn profile() -> Profile {
-        profile::profile()
+        model::profile()
     }
 
     fn spec_view(&self) -> SpecView {
@@ -107,7 +107,7 @@ impl OpenStackService for Cinder {
     }
 
     fn model(&self, name: &str) -> ServiceModel {
-        profile::model(self, name)
+        model::model(self, name)
     }
 
     fn violations(&self) -> Vec<String> {
@@ -194,9 +194,9 @@ fn for_release<'a, T>(table: &'a [(&'static str, T)], release: Option<Release>) 
 
 /// The names of the back ends that opted in to privilege, each once.
 fn volume_names_privileged(cinder: &Cinder) -> impl Iterator<Item = String> + '_ {
-    profile::volume_names(cinder)
+    model::volume_names(cinder)
         .into_iter()
-        .filter(|name| profile::privileged(cinder, name))
+        .filter(|name| model::privileged(cinder, name))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `[DEFAULT] pin_release_version` during an upgrade's first roll.
 
 pub mod config;
-pub mod workloads;
+pub mod model;
 
 use ratchet_api::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
@@ -86,7 +86,7 @@ impl OpenStackService for Ironic {
     }
 
     fn model(&self, name: &str) -> ServiceModel {
-        workloads::model(self, name)
+        model::model(self, name)
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -1,5 +1,5 @@
-//! Ironic's workloads in roll order: conductors first, then the API, so a new
-//! API microversion is only exposed once conductors can serve it.
+//! Ironic's model: its workloads in roll order, conductors first, then the
+//! API, so a new API microversion is only exposed once conductors can serve it.
 
 use ratchet_api::common::PodSecurity;
 use ratchet_api::ironic::v1alpha1::Ironic;

@@ -1,5 +1,5 @@
-//! Cinder's profile on the shared phase machine and the workloads it runs, in
-//! roll order (scheduler → every volume back end → backup → api).
+//! Cinder's model: the workloads it runs (and its profile on the shared phase
+//! machine, re-exported), in roll order (scheduler → every volume back end → backup → api).
 
 use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_api::common::PodSecurity;
