@@ -9,6 +9,8 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 
 use crate::error::{Error, Result};
+use crate::registry::{self, ServiceVisitor};
+use crate::service::OpenStackService;
 
 /// Applies every CRD (server-side, idempotent) and waits until each is served.
 pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
@@ -85,45 +87,77 @@ async fn apply_crds(
     Ok(())
 }
 
-/// Creates the Secrets the example manifests ([`ratchet_api::cinder::example_manifest`],
-/// [`ratchet_api::ironic::example_manifest`]) refer to, with
-/// placeholder URLs (for demos and tests; nothing connects to them).
+/// Creates the Secrets every registered service's example resource
+/// ([`OpenStackService::example`]) refers to, with placeholder URLs (for demos
+/// and tests; nothing connects to them).
 pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<()> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    for (name, key, value) in [
-        (
-            "cinder-db",
-            "connection",
-            "mysql+pymysql://cinder:placeholder@db/cinder",
-        ),
-        (
-            "cinder-mq",
-            "transport_url",
-            "rabbit://cinder:placeholder@mq:5672/",
-        ),
-        (
-            "ironic-db",
-            "connection",
-            "mysql+pymysql://ironic:placeholder@db/ironic",
-        ),
-        (
-            "ironic-mq",
-            "transport_url",
-            "rabbit://ironic:placeholder@mq:5672/",
-        ),
-    ] {
+    for (name, key, value) in example_secrets() {
         let secret: Secret = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": { "name": name },
+            "metadata": { "name": &name },
             "stringData": { key: value },
         }))?;
         api.patch(
-            name,
+            &name,
             &PatchParams::apply("ratchet").force(),
             &Patch::Apply(&secret),
         )
         .await?;
     }
     Ok(())
+}
+
+/// (Secret, key, placeholder) for the database and message bus of each
+/// service's example resource.
+fn example_secrets() -> Vec<(String, String, String)> {
+    struct Secrets(Vec<(String, String, String)>);
+    impl ServiceVisitor for Secrets {
+        fn visit<S: OpenStackService>(&mut self) {
+            let service = S::SERVICE;
+            let example = S::example(service, "2026.1", "example", 1).manifest;
+            for (field, placeholder) in [
+                (
+                    "database",
+                    format!("mysql+pymysql://{service}:placeholder@db/{service}"),
+                ),
+                (
+                    "transport",
+                    format!("rabbit://{service}:placeholder@mq:5672/"),
+                ),
+            ] {
+                let reference = &example["spec"][field];
+                if let (Some(name), Some(key)) =
+                    (reference["secretName"].as_str(), reference["key"].as_str())
+                {
+                    self.0.push((name.into(), key.into(), placeholder));
+                }
+            }
+        }
+    }
+    let mut secrets = Secrets(Vec::new());
+    registry::visit_all(&mut secrets);
+    secrets.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_example_resource_finds_its_two_secrets() {
+        let secrets = super::example_secrets();
+        let named: Vec<(&str, &str)> = secrets
+            .iter()
+            .map(|(name, key, _)| (name.as_str(), key.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("cinder-db", "connection"),
+                ("cinder-mq", "transport_url"),
+                ("ironic-db", "connection"),
+                ("ironic-mq", "transport_url"),
+            ]
+        );
+    }
 }
