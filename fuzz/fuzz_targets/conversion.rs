@@ -152,6 +152,6 @@ fuzz_target!(|data: &[u8]| {
         }
     });
     if let Ok(review) = serde_json::from_value::<ConversionReview>(review) {
-        let _ = ratchet_operator::webhooks::conversion::answer(review);
+        let _ = ratchet_operator::webhooks::conversion::answer::<v1beta1::Cinder>(review);
     }
 });

@@ -24,7 +24,7 @@ use kube::{Api, Client, CustomResourceExt};
 use ratchet_api::cinder::{self, v1alpha1, v1beta1};
 use ratchet_operator::storage::{self, MigrationError, MigrationOptions};
 use ratchet_operator::webhooks::registration;
-use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig, conversion};
+use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_testenv::etcd::EtcdClient;
 use ratchet_testenv::wait::{until, until_every};
 use ratchet_testenv::{ClusterOptions, LocalCluster};
@@ -154,7 +154,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         &client,
         CRD,
         &endpoint,
-        conversion::CINDER_CONVERSION_PATH,
+        ratchet_api::cinder::CONVERSION_PATH,
         &ca,
     )
     .await?;

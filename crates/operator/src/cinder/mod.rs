@@ -17,7 +17,7 @@ use ratchet_release::Release;
 use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use crate::service::model::ServiceModel;
 use crate::service::status::{self, Stored};
-use crate::service::{Example, OpenStackService};
+use crate::service::{Conversion, Example, OpenStackService};
 use crate::webhooks::validation::is_dns_label;
 
 impl OpenStackService for Cinder {
@@ -43,6 +43,15 @@ impl OpenStackService for Cinder {
 
     fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
         ratchet_api::cinder::crd()
+    }
+
+    fn conversion() -> Option<Conversion> {
+        Some(Conversion {
+            path: ratchet_api::cinder::CONVERSION_PATH,
+            convert: |object, desired| {
+                ratchet_api::cinder::conversion::convert(object, desired).map_err(|e| e.to_string())
+            },
+        })
     }
 
     fn example(name: &str, release: &str, repository: &str, scale: usize) -> Example {

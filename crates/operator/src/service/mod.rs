@@ -75,6 +75,11 @@ pub trait OpenStackService:
     fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
         Ok(Self::crd())
     }
+    /// How the API server converts this resource between its served versions
+    /// (`None`: one version, nothing to convert).
+    fn conversion() -> Option<Conversion> {
+        None
+    }
     fn profile() -> Profile;
     fn spec_view(&self) -> SpecView;
     fn status_view(&self) -> StatusView;
@@ -97,6 +102,13 @@ pub trait OpenStackService:
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
+}
+
+/// A resource's conversion webhook: where reviews arrive, and the pure
+/// conversion of one object to the desired `apiVersion`.
+pub struct Conversion {
+    pub path: &'static str,
+    pub convert: fn(serde_json::Value, &str) -> Result<serde_json::Value, String>,
 }
 
 /// An example resource, and a few words on its shape.

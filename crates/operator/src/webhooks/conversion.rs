@@ -5,18 +5,24 @@
 
 use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
-use ratchet_api::cinder::conversion::convert;
 
-/// Where the API server sends Cinder conversion reviews.
-pub const CINDER_CONVERSION_PATH: &str = ratchet_api::cinder::CONVERSION_PATH;
+use crate::service::OpenStackService;
 
-pub fn answer(review: ConversionReview) -> ConversionReview {
+/// The answer to a review of `S`'s objects.
+pub fn answer<S: OpenStackService>(review: ConversionReview) -> ConversionReview {
     let request = match ConversionRequest::from_review(review) {
         Ok(request) => request,
         Err(e) => {
             return ConversionResponse::invalid(Status::failure(&e.to_string(), "BadRequest"))
                 .into_review();
         }
+    };
+    let kind = S::kind(&());
+    let Some(conversion) = S::conversion() else {
+        let message = format!("{kind} has one version: nothing converts it");
+        return ConversionResponse::for_request(request)
+            .failure(Status::failure(&message, "ConversionFailed"))
+            .into_review();
     };
     let desired = request.desired_api_version.clone();
     let objects = request.objects.clone();
@@ -29,8 +35,8 @@ pub fn answer(review: ConversionReview) -> ConversionReview {
                 .and_then(|n| n.as_str())
                 .unwrap_or("<unnamed>")
                 .to_string();
-            convert(object, &desired)
-                .map_err(|e| format!("converting Cinder {name} to {desired}: {e}"))
+            (conversion.convert)(object, &desired)
+                .map_err(|e| format!("converting {kind} {name} to {desired}: {e}"))
         })
         .collect();
     let response = match converted {
@@ -45,8 +51,16 @@ pub fn answer(review: ConversionReview) -> ConversionReview {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use ratchet_api::cinder::conversion::convert;
+    use ratchet_api::cinder::v1beta1::Cinder;
+    use ratchet_api::ironic::v1alpha1::Ironic;
     use serde_json::json;
+
+    use super::*;
+
+    fn answer(review: ConversionReview) -> ConversionReview {
+        super::answer::<Cinder>(review)
+    }
 
     fn review(desired: &str, objects: Vec<serde_json::Value>) -> ConversionReview {
         serde_json::from_value(json!({
@@ -106,6 +120,16 @@ mod tests {
             response.result.message
         );
         assert!(response.converted_objects.is_empty());
+    }
+
+    #[test]
+    fn a_one_version_resource_converts_nothing() {
+        let answer = super::answer::<Ironic>(review("ironic.openstack.c5c3.io/v1", vec![]));
+        let response = answer.response.expect("response");
+        assert_eq!(
+            response.result.message,
+            "Ironic has one version: nothing converts it"
+        );
     }
 
     #[test]

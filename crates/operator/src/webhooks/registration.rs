@@ -6,27 +6,51 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use serde_json::json;
 
-use kube::CustomResourceExt;
-
 use super::config::{ConversionTarget, Endpoint, Registration};
-use super::conversion::CINDER_CONVERSION_PATH;
 use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
 use crate::registry::{self, ServiceVisitor};
 use crate::service::OpenStackService;
 
-/// Points the Cinder CRD's conversion at `target` unless it already does;
-/// true when it had to change it. A CRD re-applied by Helm or GitOps loses its
-/// caBundle or endpoint; the operator calls this at start-up and whenever the
-/// CRD changes, so the caBundle comes back.
+/// Points the conversion of every CRD whose service converts between versions
+/// at `target` unless it already does; true when it had to change one. A CRD
+/// re-applied by Helm or GitOps loses its caBundle or endpoint; the operator
+/// calls this at start-up and whenever a CRD changes, so the caBundle comes back.
 pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Result<bool> {
+    let mut changed = false;
+    for (crd, path) in conversions() {
+        changed |= ensure_one_conversion(client, &crd, path, target).await?;
+    }
+    Ok(changed)
+}
+
+/// (CRD name, conversion path) of each service with a conversion.
+fn conversions() -> Vec<(String, &'static str)> {
+    struct Conversions(Vec<(String, &'static str)>);
+    impl ServiceVisitor for Conversions {
+        fn visit<S: OpenStackService>(&mut self) {
+            if let Some(conversion) = S::conversion() {
+                self.0.push((S::crd_name().to_string(), conversion.path));
+            }
+        }
+    }
+    let mut conversions = Conversions(Vec::new());
+    registry::visit_all(&mut conversions);
+    conversions.0
+}
+
+async fn ensure_one_conversion(
+    client: &Client,
+    name: &str,
+    path: &str,
+    target: &ConversionTarget,
+) -> Result<bool> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = ratchet_api::cinder::v1beta1::Cinder::crd_name();
     let Some(crd) = api.get_opt(name).await? else {
         return Ok(false);
     };
-    let desired = client_config(&target.endpoint, CINDER_CONVERSION_PATH, &target.ca_pem);
+    let desired = client_config(&target.endpoint, path, &target.ca_pem);
     let current = crd
         .spec
         .conversion
@@ -38,14 +62,7 @@ pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Re
     if current.as_ref() == Some(&desired) {
         return Ok(false);
     }
-    register_conversion(
-        client,
-        name,
-        &target.endpoint,
-        CINDER_CONVERSION_PATH,
-        &target.ca_pem,
-    )
-    .await?;
+    register_conversion(client, name, &target.endpoint, path, &target.ca_pem).await?;
     Ok(true)
 }
 
@@ -116,7 +133,7 @@ fn webhook<S: OpenStackService>(registration: &Registration, ca_pem: &str) -> se
     webhook
 }
 
-/// Points a CRD's conversion at this server: strategy Webhook, the Cinder
+/// Points a CRD's conversion at this server: strategy Webhook, its service's
 /// conversion path, and the CA that signed the serving certificate. Applied on
 /// every start like the admission registration, so a CRD re-applied by Helm or
 /// GitOps gets its caBundle back.

@@ -12,7 +12,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::conversion::ConversionReview;
 
-use super::conversion::{self, CINDER_CONVERSION_PATH};
+use super::conversion;
 use super::validation::validate;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -56,9 +56,7 @@ pub async fn start(
     let local_addr = listener
         .local_addr()
         .map_err(|e| Error::Tls(e.to_string()))?;
-    let app = validation_routes()
-        .route(CINDER_CONVERSION_PATH, post(convert_cinders))
-        .with_state(metrics);
+    let app = routes().with_state(metrics);
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls)
         .map_err(|e| Error::Tls(e.to_string()))?
@@ -72,13 +70,18 @@ pub async fn start(
     Ok(WebhookServer { local_addr, handle })
 }
 
-/// `/validate/<plural>` for every registered service.
-fn validation_routes() -> Router<Arc<Metrics>> {
+/// `/validate/<plural>` for every registered service, and its conversion's
+/// path where it has several versions.
+fn routes() -> Router<Arc<Metrics>> {
     struct Routes(Router<Arc<Metrics>>);
     impl ServiceVisitor for Routes {
         fn visit<S: OpenStackService>(&mut self) {
-            let router = std::mem::take(&mut self.0);
-            self.0 = router.route(&validation_path::<S>(), post(review::<S>));
+            let mut router = std::mem::take(&mut self.0);
+            router = router.route(&validation_path::<S>(), post(review::<S>));
+            if let Some(conversion) = S::conversion() {
+                router = router.route(conversion.path, post(convert::<S>));
+            }
+            self.0 = router;
         }
     }
     let mut routes = Routes(Router::new());
@@ -128,13 +131,14 @@ pub fn admission_answer<S: OpenStackService>(
     Json(response.into_review())
 }
 
-async fn convert_cinders(
+async fn convert<S: OpenStackService>(
     State(metrics): State<Arc<Metrics>>,
     Json(review): Json<ConversionReview>,
 ) -> Json<ConversionReview> {
     let started = std::time::Instant::now();
-    let answer = conversion::answer(review);
-    metrics.admission("cinder-conversion", started.elapsed());
+    let answer = conversion::answer::<S>(review);
+    let label = format!("{}-conversion", S::SERVICE);
+    metrics.admission(&label, started.elapsed());
     Json(answer)
 }
 
