@@ -194,6 +194,16 @@ mod tests {
     }
 
     #[test]
+    fn the_machine_s_profiles_are_the_registered_services() {
+        let profiles: Vec<&str> = ratchet_phase_machine::profiles::all()
+            .iter()
+            .map(|p| p.service)
+            .collect();
+        let registered: Vec<&str> = services().iter().map(|s| s.service).collect();
+        assert_eq!(profiles, registered);
+    }
+
+    #[test]
     fn a_name_picks_its_service_and_nothing_else() {
         struct Kind;
         impl ServiceFn for Kind {

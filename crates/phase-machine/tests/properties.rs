@@ -273,16 +273,19 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
+    /// Cinder as the operator models it; then every profile, a new one included.
     #[test]
     fn cinder_profile_invariants(actions in proptest::collection::vec(action(), 1..80)) {
         run(World::install("2026.1"), actions)?;
     }
 
     #[test]
-    fn ironic_profile_invariants(actions in proptest::collection::vec(action(), 1..80)) {
-        let mut w = World::new(support::ironic_profile(), "2026.1", "2026.1", &[("i-conductor", false), ("i-api", false)]);
-        w.settle();
-        run(w, actions)?;
+    fn every_profile_s_invariants(actions in proptest::collection::vec(action(), 1..80)) {
+        for profile in ratchet_phase_machine::profiles::all() {
+            let mut w = World::new(profile, "2026.1", "2026.1", &[("first", true), ("last", false)]);
+            w.settle();
+            run(w, actions.clone())?;
+        }
     }
 
     #[test]
