@@ -234,6 +234,19 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
             .as_ref()
             .is_some_and(|s| s.target_release.is_empty())
     );
+    // No "not ready" blip once promoted: the db-sync that follows on the image
+    // the contract just ran finds nothing to do, and DatabaseReady says so.
+    let after: Vec<String> = statuses
+        .statuses()
+        .into_iter()
+        .skip_while(|(phase, ..)| phase.is_empty())
+        .skip_while(|(phase, ..)| !phase.is_empty())
+        .map(|s| s.3)
+        .collect();
+    ensure!(
+        !after.is_empty() && after.iter().all(|r| r == "DatabaseSynced"),
+        "DatabaseReady after the upgrade: {after:?}"
+    );
     let reasons: Vec<String> = statuses.statuses().into_iter().map(|s| s.3).collect();
     for r in [
         "ExpandInProgress",

@@ -8,7 +8,7 @@ use crate::conditions::Verdict;
 use crate::decision::{Decision, JobAction, Outcome};
 use crate::hash::job_spec_hash;
 use crate::observe::{JobOutcome, Observed};
-use crate::profile::Profile;
+use crate::profile::{Profile, Step};
 use crate::shared::{
     Blocked, Draft, WorkloadParams, blocked, parse_installed, parse_spec, removed_workloads,
     secrets_present,
@@ -81,6 +81,18 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
                 Some(text),
             )
         }
+        Some((JobOutcome::Running, _)) | None if upgraded_with(profile, obs, &image_ref) => (
+            Verdict::yes(
+                reason::DATABASE_SYNCED,
+                format!(
+                    "schema upgraded to {release} with {image_ref}; {}-{} confirms it",
+                    profile.service, sync.suffix
+                ),
+            )
+            .notify(),
+            true,
+            None,
+        ),
         Some((JobOutcome::Running, _)) | None => (
             Verdict::no(
                 reason::DB_SYNC_IN_PROGRESS,
@@ -90,6 +102,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
             None,
         ),
     };
+    let sync_done = current.is_some_and(|j| j.outcome == JobOutcome::Succeeded);
     let jobs = vec![JobAction::Ensure {
         suffix: sync.suffix.to_string(),
         image: image_ref.clone(),
@@ -145,7 +158,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
             reason: database.reason.into(),
             message,
         },
-        None if synced && pending.is_empty() => Outcome::Settled,
+        None if sync_done && pending.is_empty() => Outcome::Settled,
         None => Outcome::Waiting,
     };
     Ok(Draft {
@@ -161,6 +174,25 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
         outcome,
     }
     .finish(profile, obs))
+}
+
+/// Whether the upgrade that installed this release left the schema at
+/// `image`'s level: its last phase Job succeeded on that image. The steady
+/// state's db-sync that follows is then a no-op, so the database stays Ready
+/// while it runs and the second roll need not wait for it (no Ready blip after
+/// every upgrade). A patch bump's new image, or an abort (which deletes the
+/// phase Jobs), has no such Job: its sync is waited for.
+fn upgraded_with(profile: &Profile, obs: &Observed, image: &str) -> bool {
+    let last_job = profile.phases.iter().rev().find_map(|p| match &p.step {
+        Step::Job { template, .. } => Some(template),
+        Step::Roll { .. } => None,
+    });
+    last_job.is_some_and(|t| {
+        obs.jobs.get(t.suffix).is_some_and(|j| {
+            j.outcome == JobOutcome::Succeeded
+                && j.spec_hash == job_spec_hash(image, &t.command, "")
+        })
+    })
 }
 
 /// The image/release lockstep guard: a tag naming another release blocks.

@@ -5,17 +5,9 @@ mod support;
 
 use ratchet_phase_machine::vocabulary::{condition, reason};
 use ratchet_phase_machine::*;
-use support::{Script, World};
+use support::{Script, World, condition_of};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-fn condition_of<'a>(d: &'a Decision, kind: &str) -> &'a ConditionState {
-    d.status
-        .conditions
-        .iter()
-        .find(|c| c.kind == kind)
-        .expect("condition present")
-}
 
 fn applied(d: &Decision) -> Vec<(&str, &str, &str)> {
     d.workloads

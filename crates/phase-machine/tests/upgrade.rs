@@ -3,8 +3,9 @@
 
 mod support;
 
+use ratchet_phase_machine::vocabulary::{condition, reason};
 use ratchet_phase_machine::*;
-use support::{Script, World};
+use support::{Script, World, condition_of};
 
 fn ensured(d: &Decision) -> Vec<(String, String)> {
     d.jobs
@@ -147,6 +148,69 @@ fn roll_order_is_gated_on_each_complete_rollout() {
     }
     w.settle();
     assert_eq!(w.obs.status.installed_release, "2026.2");
+}
+
+/// After the upgrade, the db-sync on the image the contract Job just ran is a
+/// no-op: Ready never drops while it runs, and the second roll does not wait
+/// for it. A patch bump's sync on a new image is still waited for.
+#[test]
+fn a_finished_upgrade_stays_ready_while_its_db_sync_confirms_the_schema() {
+    for profile in ratchet_phase_machine::profiles::all() {
+        let service = profile.service;
+        let mut w = World::new(
+            profile,
+            "2026.1",
+            "2026.1",
+            &[("first", true), ("last", false)],
+        );
+        w.settle();
+        w.scripts.insert("db-sync".into(), Script::Hang);
+        w.set_release("2026.2");
+        let before = w.history.len();
+        w.settle();
+        assert_eq!(w.obs.status.installed_release, "2026.2", "{service}");
+        for d in w.history[before..]
+            .iter()
+            .filter(|d| d.status.phase.is_empty())
+        {
+            let database = condition_of(d, condition::DATABASE_READY);
+            assert!(
+                database.status,
+                "{service}: DatabaseReady {} after the upgrade",
+                database.reason
+            );
+        }
+        let last = w.history.last().expect("decided");
+        assert!(
+            condition_of(last, condition::READY).status,
+            "{service}: Ready while db-sync still runs"
+        );
+        assert_eq!(
+            w.obs.workloads["first"].installed_release.as_deref(),
+            Some("2026.2"),
+            "{service}: the second roll ran while db-sync was still running"
+        );
+        assert_eq!(
+            w.obs.jobs["db-sync"].outcome,
+            JobOutcome::Running,
+            "{service}"
+        );
+        assert_eq!(
+            w.history.last().map(|d| d.outcome.clone()),
+            Some(Outcome::Waiting),
+            "{service}: not settled before db-sync confirms"
+        );
+
+        // A patch bump: a new image, whose sync may change the schema.
+        w.obs.spec.image_tag = Some("2026.2-p1".into());
+        w.obs.spec.generation += 1;
+        let d = w.step();
+        assert_eq!(
+            condition_of(&d, condition::DATABASE_READY).reason,
+            reason::DB_SYNC_IN_PROGRESS,
+            "{service}"
+        );
+    }
 }
 
 #[test]

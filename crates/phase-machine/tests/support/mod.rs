@@ -21,6 +21,15 @@ pub fn ironic_profile() -> Profile {
     ratchet_phase_machine::profiles::ironic::profile()
 }
 
+/// The condition `kind` of a decision's status.
+pub fn condition_of<'a>(d: &'a Decision, kind: &str) -> &'a ConditionState {
+    d.status
+        .conditions
+        .iter()
+        .find(|c| c.kind == kind)
+        .expect("condition present")
+}
+
 /// How a Job the world creates ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Script {
