@@ -4,6 +4,7 @@
 //! it. Adding a service is its folder and a line here.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, GroupVersionKind};
 use kube::core::crd::MergeError;
 
 use crate::service::OpenStackService;
@@ -64,7 +65,7 @@ pub struct Registered {
 }
 
 impl Registered {
-    fn of<S: OpenStackService>() -> Self {
+    pub fn of<S: OpenStackService>() -> Self {
         Registered {
             service: S::SERVICE,
             kind: S::kind(&()).into_owned(),
@@ -72,6 +73,12 @@ impl Registered {
             version: S::version(&()).into_owned(),
             plural: S::plural(&()).into_owned(),
         }
+    }
+
+    /// The resource, for dynamic APIs that list any service's objects.
+    pub fn api_resource(&self) -> ApiResource {
+        let gvk = GroupVersionKind::gvk(&self.group, &self.version, &self.kind);
+        ApiResource::from_gvk_with_plural(&gvk, &self.plural)
     }
 
     /// The CRD's name, `<plural>.<group>`.

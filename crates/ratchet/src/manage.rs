@@ -4,7 +4,7 @@
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use futures::future::BoxFuture;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use ratchet_operator::registry::{self, ServiceFn};
 use ratchet_operator::service::OpenStackService;
@@ -75,8 +75,7 @@ fn apis(client: &Client, namespace: Option<&str>, all: bool) -> Vec<Api<DynamicO
     registry::services()
         .into_iter()
         .map(|service| {
-            let gvk = GroupVersionKind::gvk(&service.group, &service.version, &service.kind);
-            let resource = ApiResource::from_gvk_with_plural(&gvk, &service.plural);
+            let resource = service.api_resource();
             match (all, namespace) {
                 (true, _) => Api::all_with(client.clone(), &resource),
                 (false, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),

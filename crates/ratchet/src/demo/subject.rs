@@ -3,7 +3,7 @@
 //! injected into, and its profile (which phases can still be aborted).
 
 use anyhow::Context;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{ApiResource, DynamicObject};
 use ratchet_operator::registry::{self, Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::WorkloadKind;
@@ -55,12 +55,8 @@ impl Service {
                     .rfind(|w| w.kind == WorkloadKind::StatefulSet)
                     .map(|w| w.name.clone())
                     .unwrap_or_default();
-                let registered = registry::services()
-                    .into_iter()
-                    .find(|s| s.service == name)
-                    .context("registered")?;
                 Ok(Service {
-                    registered,
+                    registered: Registered::of::<S>(),
                     profile: S::profile(),
                     manifest: example.manifest,
                     shape: example.shape,
@@ -83,9 +79,7 @@ impl Service {
     }
 
     pub fn resource(&self) -> ApiResource {
-        let r = &self.registered;
-        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
-        ApiResource::from_gvk_with_plural(&gvk, &r.plural)
+        self.registered.api_resource()
     }
 
     pub fn profile(&self) -> &Profile {
