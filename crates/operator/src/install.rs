@@ -9,7 +9,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 
 use crate::error::{Error, Result};
-use crate::registry::{self, ServiceVisitor};
+use crate::registry::{self, PerService};
 use crate::service::OpenStackService;
 
 /// Applies every CRD (server-side, idempotent) and waits until each is served.
@@ -112,12 +112,13 @@ pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<
 /// (Secret, key, placeholder) for the database and message bus of each
 /// service's example resource.
 fn example_secrets() -> Vec<(String, String, String)> {
-    struct Secrets(Vec<(String, String, String)>);
-    impl ServiceVisitor for Secrets {
-        fn visit<S: OpenStackService>(&mut self) {
+    struct Secrets;
+    impl PerService for Secrets {
+        type Item = Vec<(String, String, String)>;
+        fn of<S: OpenStackService>(&self) -> Self::Item {
             let service = S::SERVICE;
             let example = S::example(service, "2026.1", "example", 1).manifest;
-            for (field, placeholder) in [
+            [
                 (
                     "database",
                     format!("mysql+pymysql://{service}:placeholder@db/{service}"),
@@ -126,19 +127,18 @@ fn example_secrets() -> Vec<(String, String, String)> {
                     "transport",
                     format!("rabbit://{service}:placeholder@mq:5672/"),
                 ),
-            ] {
+            ]
+            .into_iter()
+            .filter_map(|(field, placeholder)| {
                 let reference = &example["spec"][field];
-                if let (Some(name), Some(key)) =
-                    (reference["secretName"].as_str(), reference["key"].as_str())
-                {
-                    self.0.push((name.into(), key.into(), placeholder));
-                }
-            }
+                let name = reference["secretName"].as_str()?;
+                let key = reference["key"].as_str()?;
+                Some((name.into(), key.into(), placeholder))
+            })
+            .collect()
         }
     }
-    let mut secrets = Secrets(Vec::new());
-    registry::visit_all(&mut secrets);
-    secrets.0
+    registry::map(&Secrets).into_iter().flatten().collect()
 }
 
 #[cfg(test)]

@@ -20,6 +20,26 @@ pub fn visit_all<V: ServiceVisitor>(visitor: &mut V) {
     visitor.visit::<ratchet_api::ironic::v1alpha1::Ironic>();
 }
 
+/// A value computed from a service's type, for [`map`].
+pub trait PerService {
+    type Item;
+    fn of<S: OpenStackService>(&self) -> Self::Item;
+}
+
+/// One item per registered service, in [`visit_all`]'s order.
+pub fn map<P: PerService>(per_service: &P) -> Vec<P::Item> {
+    struct Collect<'a, P: PerService>(&'a P, Vec<P::Item>);
+    impl<P: PerService> ServiceVisitor for Collect<'_, P> {
+        fn visit<S: OpenStackService>(&mut self) {
+            let item = self.0.of::<S>();
+            self.1.push(item);
+        }
+    }
+    let mut collect = Collect(per_service, Vec::new());
+    visit_all(&mut collect);
+    collect.1
+}
+
 /// Work for the one service a name picks, e.g. a CLI command's target.
 pub trait ServiceFn {
     type Output;
@@ -89,28 +109,26 @@ impl Registered {
 
 /// Every registered service, in [`visit_all`]'s order.
 pub fn services() -> Vec<Registered> {
-    struct Collect(Vec<Registered>);
-    impl ServiceVisitor for Collect {
-        fn visit<S: OpenStackService>(&mut self) {
-            self.0.push(Registered::of::<S>());
+    struct Info;
+    impl PerService for Info {
+        type Item = Registered;
+        fn of<S: OpenStackService>(&self) -> Registered {
+            Registered::of::<S>()
         }
     }
-    let mut collect = Collect(Vec::new());
-    visit_all(&mut collect);
-    collect.0
+    map(&Info)
 }
 
 /// The CRDs Ratchet ships, one per service, every served version in each.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, MergeError> {
-    struct Collect(Vec<Result<CustomResourceDefinition, MergeError>>);
-    impl ServiceVisitor for Collect {
-        fn visit<S: OpenStackService>(&mut self) {
-            self.0.push(S::served_crd());
+    struct Crd;
+    impl PerService for Crd {
+        type Item = Result<CustomResourceDefinition, MergeError>;
+        fn of<S: OpenStackService>(&self) -> Self::Item {
+            S::served_crd()
         }
     }
-    let mut collect = Collect(Vec::new());
-    visit_all(&mut collect);
-    collect.0.into_iter().collect()
+    map(&Crd).into_iter().collect()
 }
 
 /// The file a CRD is checked in as, under `deploy/crds/` and the chart's `crds/`.

@@ -10,7 +10,7 @@ use super::config::{ConversionTarget, Endpoint, Registration};
 use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
-use crate::registry::{self, ServiceVisitor};
+use crate::registry::{self, PerService};
 use crate::service::OpenStackService;
 
 /// Points the conversion of every CRD whose service converts between versions
@@ -27,17 +27,14 @@ pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Re
 
 /// (CRD name, conversion path) of each service with a conversion.
 fn conversions() -> Vec<(String, &'static str)> {
-    struct Conversions(Vec<(String, &'static str)>);
-    impl ServiceVisitor for Conversions {
-        fn visit<S: OpenStackService>(&mut self) {
-            if let Some(conversion) = S::conversion() {
-                self.0.push((S::crd_name().to_string(), conversion.path));
-            }
+    struct Conversions;
+    impl PerService for Conversions {
+        type Item = Option<(String, &'static str)>;
+        fn of<S: OpenStackService>(&self) -> Self::Item {
+            S::conversion().map(|c| (S::crd_name().to_string(), c.path))
         }
     }
-    let mut conversions = Conversions(Vec::new());
-    registry::visit_all(&mut conversions);
-    conversions.0
+    registry::map(&Conversions).into_iter().flatten().collect()
 }
 
 async fn ensure_one_conversion(
@@ -85,23 +82,14 @@ pub async fn register(client: &Client, registration: &Registration, ca_pem: &str
 /// The configuration's entries, one per registered service (the chart's
 /// copy is held to these by a test).
 pub fn webhooks(registration: &Registration, ca_pem: &str) -> Vec<serde_json::Value> {
-    struct Webhooks<'a> {
-        registration: &'a Registration,
-        ca_pem: &'a str,
-        all: Vec<serde_json::Value>,
-    }
-    impl ServiceVisitor for Webhooks<'_> {
-        fn visit<S: OpenStackService>(&mut self) {
-            self.all.push(webhook::<S>(self.registration, self.ca_pem));
+    struct Webhooks<'a>(&'a Registration, &'a str);
+    impl PerService for Webhooks<'_> {
+        type Item = serde_json::Value;
+        fn of<S: OpenStackService>(&self) -> Self::Item {
+            webhook::<S>(self.0, self.1)
         }
     }
-    let mut webhooks = Webhooks {
-        registration,
-        ca_pem,
-        all: Vec::new(),
-    };
-    registry::visit_all(&mut webhooks);
-    webhooks.all
+    registry::map(&Webhooks(registration, ca_pem))
 }
 
 /// One service's entry: its path, its resources, every version.
