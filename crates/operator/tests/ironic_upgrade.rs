@@ -327,6 +327,16 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
                     if seen.last() != Some(&entry) {
                         seen.push(entry);
                     }
+                    // Done once the upgrade's end is recorded: promotion and
+                    // Ready can arrive in one write, so the test's own wait may
+                    // return before this watch has delivered it.
+                    let ended = seen.len() > 1
+                        && seen
+                            .last()
+                            .is_some_and(|(p, _)| *p == IronicUpgradePhase::None);
+                    if ended {
+                        return;
+                    }
                 }
             }
         })
@@ -334,7 +344,9 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
 
     set_release(&h, "2026.2").await?;
     let done = wait_settled(&h, "2026.2").await?;
-    pinned_task.abort();
+    tokio::time::timeout(TIMEOUT, pinned_task)
+        .await
+        .context("the status watch never saw the upgrade end")??;
 
     let image = format!("{REPO}:2026.2");
     let events = pods.events();
