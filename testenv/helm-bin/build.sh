@@ -16,9 +16,15 @@ if [ -x "$out/helm" ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(cat go.m
   exit 0
 fi
 mkdir -p "$out"
-echo "building helm $version" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
-  -o "$out/helm.tmp" helm.sh/helm/v3/cmd/helm
+# shellcheck source=../progress.sh
+source ../progress.sh
+package=helm.sh/helm/v3/cmd/helm
+echo "Building helm $version from Go modules into $out (first time: about 2 min; logs in $out/*.log)" >&2
+export CGO_ENABLED=0
+with_progress "downloading modules" "$out/download.log" 0 go list -deps "$package"
+with_progress "building helm" "$out/helm.log" "$(wc -l <"$out/download.log")" \
+  go build -v -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
+  -o "$out/helm.tmp" "$package"
 mv "$out/helm.tmp" "$out/helm"
 cat go.mod go.sum build.sh > "$out/.stamp"
 echo "$out/helm"

@@ -28,15 +28,21 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   version_flags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 done
 flags=(-trimpath -ldflags "-s -w$version_flags")
+# shellcheck source=../progress.sh
+source ../progress.sh
+packages=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
+echo "Building Kubernetes $k8s_version from Go modules into $out (first time: about 6 min on 2 cores; logs in $out/*.log)" >&2
+with_progress "downloading modules" "$out/download.log" 0 go list -deps "${packages[@]}"
 build() {
-  local name=$1 pkg=$2
-  echo "building $name ($pkg)" >&2
-  go build "${flags[@]}" -o "$out/$name.tmp" "$pkg"
+  local name=$1 pkg=$2 total
+  total=$(go list -deps "$pkg" | wc -l)
+  with_progress "building $name" "$out/$name.log" "$total" go build -v "${flags[@]}" -o "$out/$name.tmp" "$pkg"
   mv "$out/$name.tmp" "$out/$name"
 }
-build etcd go.etcd.io/etcd/server/v3
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-build kubectl k8s.io/kubernetes/cmd/kubectl
+build etcd "${packages[0]}"
+build kube-apiserver "${packages[1]}"
+build kube-controller-manager "${packages[2]}"
+build kubectl "${packages[3]}"
 cat go.mod go.sum build.sh > "$out/.stamp"
 echo "$out"

@@ -6,7 +6,7 @@
 //! directory instead (for machines that built them elsewhere).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use crate::error::{Result, TestEnvError};
@@ -98,30 +98,27 @@ fn locate_or_build() -> Result<PathBuf> {
     check_go(Path::new("go"))?;
     let script = build_script();
     tracing::info!(script = %script.display(), "ensuring Kubernetes binaries (first build takes several minutes)");
+    run_build_script(&script).map_err(|detail| TestEnvError::BuildFailed { script, detail })
+}
+
+/// Runs a build script with its progress on this process's stderr (a cold
+/// build takes minutes and must not look hung) and returns the path it prints
+/// last. On failure the script has printed its log's tail and the log's name.
+fn run_build_script(script: &Path) -> std::result::Result<PathBuf, String> {
     let out = Command::new("bash")
-        .arg(&script)
+        .arg(script)
+        .stderr(Stdio::inherit())
         .output()
-        .map_err(|source| TestEnvError::Io {
-            path: script.clone(),
-            source,
-        })?;
+        .map_err(|e| format!("could not run it: {e}"))?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-        return Err(TestEnvError::BuildFailed {
-            script,
-            detail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
-        });
+        return Err(format!("{}; its output above names the log", out.status));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let dir = stdout.lines().last().unwrap_or_default().trim().to_string();
-    if dir.is_empty() {
-        return Err(TestEnvError::BuildFailed {
-            script,
-            detail: "the script printed no output directory".into(),
-        });
+    let path = stdout.lines().last().unwrap_or_default().trim();
+    if path.is_empty() {
+        return Err("the script printed no path".into());
     }
-    Ok(PathBuf::from(dir))
+    Ok(PathBuf::from(path))
 }
 
 /// The helm binary, built from the Go module proxy on first use
@@ -136,20 +133,7 @@ pub fn ensure_helm() -> Result<PathBuf> {
                 return Ok(PathBuf::from(path));
             }
             check_go(Path::new("go")).map_err(|e| e.to_string())?;
-            let out = Command::new("bash")
-                .arg(&script)
-                .output()
-                .map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-            }
-            let path = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            Ok(PathBuf::from(path))
+            run_build_script(&script)
         })
         .clone()
         .map_err(|detail| TestEnvError::BuildFailed { script, detail })

@@ -10,7 +10,7 @@ pub enum TestEnvError {
     #[error("the Go toolchain is missing: {0}")]
     GoMissing(String),
 
-    #[error("building the Kubernetes binaries failed ({script}): {detail}")]
+    #[error("the build script {script} failed: {detail}")]
     BuildFailed { script: PathBuf, detail: String },
 
     #[error("{component} binary not found at {path}")]
