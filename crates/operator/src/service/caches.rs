@@ -30,7 +30,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
 
-/// The stores of one service's controller.
+/// The stores of one service's controller (its own children only).
 #[derive(Clone)]
 pub struct Caches {
     pub jobs: Store<Job>,
@@ -81,7 +81,7 @@ where
 {
     let kind = K::kind(&()).into_owned();
     let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config))
+    let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
         .backoff(watch_backoff())
         .touched_objects()
         .filter_map(move |item| {
@@ -97,7 +97,20 @@ where
     (store, Box::pin(stream))
 }
 
-fn cached<K>(ctx: &Context) -> (Store<K>, Trigger<K>)
+/// Drops what no decision reads before an object is cached: the field sets
+/// of its managed fields (the bulk of most objects' metadata). Each entry's
+/// manager and time stay: a StatefulSet's stall is judged from when Ratchet
+/// last changed it.
+fn slim<K: Resource>(object: &mut K) {
+    for entry in object.meta_mut().managed_fields.iter_mut().flatten() {
+        entry.fields_v1 = None;
+    }
+}
+
+/// A cache of the children of one service's resources: only objects Ratchet
+/// manages for `service`, so each service's controller holds its own
+/// children and no other's.
+fn cached<K>(ctx: &Context, service: &str) -> (Store<K>, Trigger<K>)
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -107,17 +120,18 @@ where
         + Sync
         + 'static,
 {
-    let owned = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
+    let owned =
+        watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER},{NAME}={service}"));
     reflected(api::<K>(ctx), owned)
 }
 
 impl Caches {
-    pub fn start(ctx: &Context) -> (Caches, Triggers) {
-        let (jobs, job_stream) = cached(ctx);
-        let (deployments, deployment_stream) = cached(ctx);
-        let (stateful_sets, stateful_set_stream) = cached(ctx);
-        let (config_maps, config_map_stream) = cached(ctx);
-        let (services, service_stream) = cached(ctx);
+    pub fn start(ctx: &Context, service: &str) -> (Caches, Triggers) {
+        let (jobs, job_stream) = cached(ctx, service);
+        let (deployments, deployment_stream) = cached(ctx, service);
+        let (stateful_sets, stateful_set_stream) = cached(ctx, service);
+        let (config_maps, config_map_stream) = cached(ctx, service);
+        let (services, service_stream) = cached(ctx, service);
         (
             Caches {
                 jobs,

@@ -146,7 +146,7 @@ pub async fn run<S: OpenStackService>(
     ctx: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let (caches, triggers) = Caches::start(&ctx);
+    let (caches, triggers) = Caches::start(&ctx, S::SERVICE);
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
     // Our own reflector rather than `Controller::new`'s: it retries a failed
     // watch within a second and keeps its errors out of the trigger stream.
