@@ -105,7 +105,9 @@ async fn settle_all(
                     s.installed_release == release
                         && s.upgrade_phase == CinderUpgradePhase::None
                         && s.observed_generation == c.metadata.generation
-                        && s.conditions.iter().any(|x| x.type_ == "Ready" && x.status == "True")
+                        && ["Ready", "DeploymentsReady"].iter().all(|kind| {
+                            s.conditions.iter().any(|x| x.type_ == *kind && x.status == "True")
+                        })
                 });
                 let name = c.metadata.name.clone().unwrap_or_default();
                 if settled { done.insert(name); } else { done.remove(&name); }

@@ -58,12 +58,15 @@ async fn apply_crds(
     timeout: Duration,
 ) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds {
+    for mut crd in crds {
         let name = crd
             .metadata
             .name
             .clone()
             .ok_or(Error::MissingField("metadata.name"))?;
+        if let Some(live) = api.get_opt(&name).await? {
+            keep_conversion_endpoint(&mut crd, &live);
+        }
         api.patch(
             &name,
             &PatchParams::apply("ratchet").force(),
@@ -85,6 +88,29 @@ async fn apply_crds(
         })?;
     }
     Ok(())
+}
+
+/// Keeps the conversion endpoint and CA the operator registered on the live
+/// CRD (a URL or a Service, whichever it was started with): the shipped CRD
+/// names a Service without a caBundle, and applying it over a URL would leave
+/// both, which the API server refuses ("exactly one of url or service").
+fn keep_conversion_endpoint(crd: &mut CustomResourceDefinition, live: &CustomResourceDefinition) {
+    let live_webhook = live
+        .spec
+        .conversion
+        .as_ref()
+        .filter(|c| c.strategy == "Webhook")
+        .and_then(|c| c.webhook.as_ref())
+        .and_then(|w| w.client_config.clone());
+    let shipped = crd
+        .spec
+        .conversion
+        .as_mut()
+        .filter(|c| c.strategy == "Webhook")
+        .and_then(|c| c.webhook.as_mut());
+    if let (Some(shipped), Some(live)) = (shipped, live_webhook) {
+        shipped.client_config = Some(live);
+    }
 }
 
 /// Creates the Secrets every registered service's example resource

@@ -7,6 +7,49 @@ use crate::decision::{Event, EventType};
 use crate::observe::{ConditionState, StatusView};
 use crate::vocabulary::{condition, reason};
 
+/// Ready: the database is ready and the workloads are rolled out. A rolling
+/// restart of workloads that were all rolled out or Ready before (the second
+/// roll after an upgrade, a restart on a new configuration) keeps Ready True
+/// while every workload keeps `serving`: Ready says the service serves,
+/// DeploymentsReady says the roll is done, and an alert keyed on Ready does not
+/// fire at the end of every upgrade. A fresh install is not Ready before its
+/// first roll completes.
+fn ready(
+    previous: &StatusView,
+    database: &Verdict,
+    deployments: &Verdict,
+    serving: bool,
+) -> Verdict {
+    let was_up = [condition::READY, condition::DEPLOYMENTS_READY]
+        .into_iter()
+        .any(|kind| previous.condition(kind).is_some_and(|c| c.status));
+    if database.status && deployments.status {
+        Verdict::yes(reason::READY, "database and workloads are ready")
+    } else if database.status
+        && deployments.reason == reason::ROLLOUT_IN_PROGRESS
+        && serving
+        && was_up
+    {
+        Verdict::yes(
+            reason::READY,
+            format!(
+                "database ready; every workload serves while {}",
+                deployments.message
+            ),
+        )
+    } else {
+        let why = if database.status {
+            deployments
+        } else {
+            database
+        };
+        Verdict::no(
+            reason::NOT_READY,
+            format!("{}: {}", why.reason, why.message),
+        )
+    }
+}
+
 /// One condition the machine sets this pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
@@ -49,30 +92,20 @@ impl Verdict {
     }
 }
 
-/// The three standard conditions (Ready derived from the other two), then the
-/// advisory ones (which never affect Ready), and the events for those whose
-/// reason changed since the stored status.
+/// The three standard conditions (Ready derived from the other two and from
+/// whether the workloads keep `serving`), then the advisory ones (which never
+/// affect Ready), and the events for those whose reason changed since the
+/// stored status.
 pub fn standard(
     previous: &StatusView,
     generation: i64,
     now: &str,
     database: Verdict,
     deployments: Verdict,
+    serving: bool,
     advisories: Vec<(&'static str, Verdict)>,
 ) -> (Vec<ConditionState>, Vec<Event>) {
-    let ready = if database.status && deployments.status {
-        Verdict::yes(reason::READY, "database and workloads are ready")
-    } else {
-        let why = if database.status {
-            &deployments
-        } else {
-            &database
-        };
-        Verdict::no(
-            reason::NOT_READY,
-            format!("{}: {}", why.reason, why.message),
-        )
-    };
+    let ready = ready(previous, &database, &deployments, serving);
     let mut events = Vec::new();
     let conditions = [
         (condition::DATABASE_READY, database),

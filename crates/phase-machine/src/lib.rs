@@ -21,7 +21,7 @@ pub use observe::{
     ConditionState, JobOutcome, Observed, ObservedJob, ObservedWorkload, Rollout, SpecView,
     StatusView, WorkloadId,
 };
-pub use profile::{ExitReason, JobTemplate, Phase, Pin, Profile, Step};
+pub use profile::{ExitReason, JobTemplate, Phase, Pin, Profile, Step, UpgradeCheck};
 pub use shared::check_exit_code;
 
 /// Decides one reconcile pass.

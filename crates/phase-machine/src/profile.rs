@@ -17,9 +17,17 @@ pub struct JobTemplate {
     /// phase's generic failure reason (e.g. Ironic's "previous release's online
     /// migrations never completed").
     pub exit_reasons: Vec<ExitReason>,
-    /// Whether the Job's termination message carries an upgrade-check exit code
-    /// (`... exit <rc>`) to report once per Job.
-    pub reports_check: bool,
+    /// The upgrade check the Job runs in the shared wrapper, whose exit code
+    /// its termination message carries, reported once per Job.
+    pub check: Option<UpgradeCheck>,
+}
+
+/// An oslo.upgradecheck command run by the check wrapper.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpgradeCheck {
+    pub binary: String,
+    /// Exit codes the wrapper turns into success (reported, not failed).
+    pub tolerates: Vec<i32>,
 }
 
 /// A failure reason for one exit code.
@@ -109,13 +117,14 @@ impl JobTemplate {
             "out=$({binary} --config-dir {config_dir} upgrade check 2>&1); rc=$?; \
              printf '%s\\n' \"$out\"; \
              case $rc in {tolerated}) \
-             echo \"{binary} upgrade check exit $rc\" > /dev/termination-log; exit 0 ;; esac; \
+             echo \"{message}\" > /dev/termination-log; exit 0 ;; esac; \
              failed=$(printf '%s\\n' \"$out\" | awk -F'|' \
              '/ Check: /{{c=$2; sub(/^ *Check: */, \"\", c); sub(/ *$/, \"\", c)}} \
              / Result: Failure/{{printf \"%s%s\", s, c; s=\", \"}}'); \
-             echo \"{binary} upgrade check exit $rc${{failed:+; failed: $failed}}\" > /dev/termination-log; \
+             echo \"{message}${{failed:+; failed: $failed}}\" > /dev/termination-log; \
              exit $rc",
             tolerated = tolerated.join("|"),
+            message = check_message(binary, "$rc"),
         );
         // A failed check fails again until its cause is fixed: no retries. An
         // unexpected error (255) may pass (the database was away): retried.
@@ -128,9 +137,26 @@ impl JobTemplate {
             suffix,
             command: vec!["/bin/sh".into(), "-c".into(), script],
             fail_fast_exit_codes: fail_fast,
-            reports_check: true,
+            check: Some(UpgradeCheck {
+                binary: binary.to_string(),
+                tolerates: tolerates.to_vec(),
+            }),
             ..JobTemplate::default()
         }
+    }
+
+    /// Whether the Job reports an upgrade check's exit code.
+    pub fn reports_check(&self) -> bool {
+        self.check.is_some()
+    }
+
+    /// The wrapper's exit code and termination message when the check exits
+    /// `rc` (what a simulated check pod does too; a real one may add the names
+    /// of failed checks to the message).
+    pub fn check_result(&self, rc: i32) -> Option<(i32, String)> {
+        let check = self.check.as_ref()?;
+        let exit = if check.tolerates.contains(&rc) { 0 } else { rc };
+        Some((exit, check_message(&check.binary, &rc.to_string())))
     }
 
     pub fn backoff_limit(&self) -> i32 {
@@ -143,6 +169,12 @@ impl JobTemplate {
             .iter()
             .find(|r| Some(r.exit_code) == exit_code)
     }
+}
+
+/// `<binary> upgrade check exit <rc>`: the wrapper's words, which
+/// `check_exit_code` reads back.
+fn check_message(binary: &str, rc: &str) -> String {
+    format!("{binary} upgrade check exit {rc}")
 }
 
 impl Profile {
@@ -258,6 +290,17 @@ mod tests {
             run(&[0, 1], 1),
             (0, "svc-status upgrade check exit 1".into())
         );
+        for (tolerates, rc) in [(&[0][..], 0), (&[0, 1], 1), (&[0, 1], 255)] {
+            let template = JobTemplate::upgrade_check("check", "svc-status", "/etc/svc", tolerates);
+            let (exit, message) = run(tolerates, rc);
+            let simulated = template.check_result(rc).expect("a check");
+            // The real wrapper may name failed checks after its own words.
+            assert!(
+                simulated.0 == exit && message.starts_with(&simulated.1),
+                "a simulated check does what the wrapper does: {simulated:?} vs {exit} {message}"
+            );
+        }
+        assert_eq!(JobTemplate::default().check_result(0), None);
     }
 
     #[test]

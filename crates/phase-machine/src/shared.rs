@@ -145,13 +145,26 @@ pub fn all_rolled_out(obs: &Observed) -> bool {
     })
 }
 
+/// Whether every workload the spec asks for serves: it exists, its roll has
+/// not stalled, and at most one of its pods is unavailable (what a rolling
+/// restart takes down at a time; a lone pod must be up).
+pub fn serving(obs: &Observed) -> bool {
+    obs.desired_workloads.iter().all(|w| {
+        obs.workloads.get(&w.name).is_some_and(|o| {
+            let desired = o.rollout.desired;
+            let needed = if desired > 1 { desired - 1 } else { desired };
+            !o.stalled && o.rollout.available >= needed
+        })
+    })
+}
+
 /// The upgrade-check result of a reporting Job that succeeded and has not been
 /// reported yet. Exit 0 or an unreadable code is a completed check; 1 and 2 are
 /// warnings, never failures.
 pub fn check_report(profile: &Profile, obs: &Observed) -> Option<CheckReport> {
     profile.phases.iter().find_map(|phase| {
         let Step::Job { template: job, .. } = &phase.step else { return None };
-        if !job.reports_check {
+        if !job.reports_check() {
             return None;
         }
         let observed = obs.jobs.get(job.suffix)?;
@@ -244,6 +257,7 @@ impl Draft {
             &obs.now,
             self.database,
             self.deployments,
+            serving(obs),
             advisories(profile, obs),
         );
         let mut events = self.events;

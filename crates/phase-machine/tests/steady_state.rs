@@ -215,3 +215,53 @@ fn transition_time_moves_only_when_status_flips() {
         "2026-11-30T00:00:00Z"
     );
 }
+
+/// Ready says the service serves: a rolling restart of workloads that were up
+/// keeps it True while at most one pod of each is away, and drops it when a
+/// lone pod is away or the roll stalls. DeploymentsReady says the roll is done.
+#[test]
+fn a_rolling_restart_keeps_ready_while_every_workload_serves() {
+    let restarting = |available: i32, desired: i32, stalled: bool| {
+        let mut w = World::install("2026.1");
+        let backup = w.obs.workloads.get_mut("c-backup").expect("backup exists");
+        backup.image = "cinder:2026.0".into();
+        backup.rollout.desired = desired;
+        backup.rollout.total = desired;
+        backup.rollout.available = available;
+        backup.stalled = stalled;
+        w.step()
+    };
+    let d = restarting(2, 3, false);
+    let deployments = condition_of(&d, condition::DEPLOYMENTS_READY);
+    assert_eq!(deployments.reason, reason::ROLLOUT_IN_PROGRESS);
+    let ready = condition_of(&d, condition::READY);
+    assert!(ready.status, "one of three pods away: {}", ready.message);
+    assert!(ready.message.contains("c-backup"), "{}", ready.message);
+
+    for (available, desired, stalled, why) in [
+        (0, 1, false, "a lone pod away"),
+        (1, 3, false, "two of three pods away"),
+        (3, 3, true, "a stalled roll"),
+    ] {
+        let d = restarting(available, desired, stalled);
+        assert!(!condition_of(&d, condition::READY).status, "{why}");
+    }
+}
+
+#[test]
+fn a_fresh_install_is_not_ready_before_its_first_roll_completes() {
+    let mut w = World::cinder("2026.1");
+    w.hanging.insert("c-backup".into());
+    w.settle();
+    let d = w.history.last().expect("decided");
+    assert_eq!(
+        condition_of(d, condition::DEPLOYMENTS_READY).reason,
+        reason::ROLLOUT_IN_PROGRESS
+    );
+    assert!(
+        w.history
+            .iter()
+            .all(|d| !condition_of(d, condition::READY).status),
+        "Ready before the first roll completed"
+    );
+}

@@ -179,6 +179,12 @@ fn a_finished_upgrade_stays_ready_while_its_db_sync_confirms_the_schema() {
                 "{service}: DatabaseReady {} after the upgrade",
                 database.reason
             );
+            let ready = condition_of(d, condition::READY);
+            assert!(
+                ready.status,
+                "{service}: Ready {} during the second roll",
+                ready.message
+            );
         }
         let last = w.history.last().expect("decided");
         assert!(

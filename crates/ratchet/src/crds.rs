@@ -8,11 +8,28 @@ use clap::Args;
 #[derive(Args)]
 pub struct CrdsArgs {
     /// Write one file per CRD into this directory instead of printing.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "apply")]
     write: Option<PathBuf>,
+    /// Apply them to the cluster of the current kubeconfig (server-side) and
+    /// wait until each is served, keeping the conversion endpoint and CA the
+    /// operator registered, whichever kind: the way to upgrade them.
+    #[arg(long)]
+    apply: bool,
 }
 
-pub fn run(args: CrdsArgs) -> anyhow::Result<()> {
+pub async fn run(args: CrdsArgs) -> anyhow::Result<()> {
+    if args.apply {
+        let client = kube::Client::try_default()
+            .await
+            .context("connecting with the current kubeconfig")?;
+        ratchet_operator::install::install_crds(&client, std::time::Duration::from_secs(60))
+            .await
+            .context("applying the CRDs")?;
+        for crd in ratchet_operator::registry::crds()? {
+            println!("applied {}", crd.metadata.name.unwrap_or_default());
+        }
+        return Ok(());
+    }
     for crd in ratchet_operator::registry::crds()? {
         let yaml = ratchet_api::crd_yaml(&crd).context("serialising a CRD")?;
         match &args.write {

@@ -2,6 +2,7 @@
 
 mod crds;
 mod demo;
+mod local;
 mod manage;
 mod manifests;
 mod operator;
@@ -39,9 +40,13 @@ enum LogFormat {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start Ratchet's own local control plane (etcd, kube-apiserver,
-    /// kube-controller-manager, simulated kubelet) and keep it running.
+    /// Install and upgrade a service on Ratchet's own local control plane
+    /// (etcd, kube-apiserver, kube-controller-manager, simulated kubelet),
+    /// with live progress, a timeline and a verdict.
     Demo(demo::DemoArgs),
+    /// Ratchet's own local control plane, without the demo: `local up` serves
+    /// it (with the CRDs and the operator) until Ctrl-C.
+    Local(local::LocalArgs),
     /// Every Cinder and Ironic: release, target, phase, the workload rolling, conditions.
     Status(manage::StatusArgs),
     /// What upgrading a Cinder to a release would do (changes nothing).
@@ -63,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The demo prints its own story; the operator's logs would drown it.
     let default_filter = match cli.command {
-        Command::Demo(_) => {
+        Command::Demo(_) | Command::Local(_) => {
             "warn,ratchet_operator=error,ratchet_testenv=error,kube_runtime=error,kube_client::client::builder=off"
         }
         _ => "info,kube_client::client::builder=off",
@@ -84,7 +89,8 @@ async fn main() -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Demo(args) => demo::run(args).await,
-        Command::Crds(args) => crds::run(args),
+        Command::Local(args) => local::run(args).await,
+        Command::Crds(args) => crds::run(args).await,
         Command::Manifests(args) => manifests::run(args),
         Command::Operator(args) => operator::run(args).await,
         Command::Status(args) => manage::status(args).await,

@@ -36,6 +36,37 @@ fn demo_upgrades_one_release_forward() {
         out.contains("VERDICT: upgraded 2026.1 → 2026.2 in"),
         "{out}"
     );
+    // The check reads as in a real cluster, and each event shows once.
+    let check = "event Normal UpgradeCheckCompleted: cinder upgrade check exited 0";
+    assert_eq!(out.matches(check).count(), 1, "{out}");
+    assert_eq!(
+        out.matches("event Normal UpgradeComplete:").count(),
+        1,
+        "{out}"
+    );
+    // The second roll, after promotion, starting with Ready held (the demo's
+    // lone replicas then drop it while each restarts: docs/conditions.md).
+    let second_roll = out
+        .lines()
+        .find(|l| l.contains("second roll, releasing the RPC pins"));
+    assert!(
+        second_roll.is_some_and(|l| l.contains("cinder-scheduler") && l.contains("(Ready=True)")),
+        "{out}"
+    );
+    assert!(!out.contains("ScalingReplicaSet"), "only Ratchet's events:\n{out}");
+}
+
+#[test]
+fn demo_reports_upgrade_check_warnings_and_goes_on() {
+    let out = demo(&["--inject", "warn-check"]);
+    assert!(
+        out.contains("event Warning UpgradeCheckWarnings: cinder upgrade check exited 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("VERDICT: upgraded 2026.1 → 2026.2 in"),
+        "{out}"
+    );
 }
 
 #[test]

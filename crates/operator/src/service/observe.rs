@@ -226,7 +226,7 @@ fn needs_pod_details(
         }))
         .find(|t| t.suffix == suffix);
     template.is_some_and(|t| {
-        let unreported_check = t.reports_check
+        let unreported_check = t.reports_check()
             && job.outcome == JobOutcome::Succeeded
             && reported != Some(job.uid.as_str());
         let failed_with_reasons =

@@ -12,17 +12,22 @@ use crate::error::Result;
 
 pub const EXAMPLE_REPOSITORY: &str = "registry.invalid/openstack/cinder";
 
-/// Installed at `release`, no upgrade running, Ready for the current generation.
+/// Installed at `release`, no upgrade running, Ready and every workload rolled
+/// out (the second roll too) for the current generation.
 pub fn settled_at(release: &str) -> impl Fn(&Cinder) -> bool + use<> {
     let release = release.to_string();
     move |c: &Cinder| {
         c.status.as_ref().is_some_and(|s| {
+            let holds = |kind: &str| {
+                s.conditions
+                    .iter()
+                    .any(|x| x.type_ == kind && x.status == "True")
+            };
             s.installed_release == release
                 && s.upgrade_phase == CinderUpgradePhase::None
                 && s.observed_generation == c.metadata.generation
-                && s.conditions
-                    .iter()
-                    .any(|x| x.type_ == "Ready" && x.status == "True")
+                && holds("Ready")
+                && holds("DeploymentsReady")
         })
     }
 }

@@ -42,9 +42,12 @@ pub fn settled<K: Serialize>(release: &str) -> impl Fn(&K) -> bool + use<K> {
             return false;
         };
         let status = &v["status"];
-        let ready = status["conditions"].as_array().is_some_and(|c| {
-            c.iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        // Ready and rolled out: the second roll is part of a settled upgrade.
+        let ready = ["Ready", "DeploymentsReady"].iter().all(|kind| {
+            status["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == *kind && c["status"] == "True")
+            })
         });
         status["installedRelease"] == release.as_str()
             && status["upgradePhase"]
@@ -68,7 +71,7 @@ pub fn expected_upgrade(profile: &Profile) -> Expected {
     let reports_check = profile
         .phases
         .iter()
-        .any(|p| matches!(&p.step, Step::Job { template, .. } if template.reports_check));
+        .any(|p| matches!(&p.step, Step::Job { template, .. } if template.reports_check()));
     let events = std::iter::once(event::UPGRADE_INITIATED)
         .chain(profile.phases.iter().filter_map(|p| p.complete_event))
         .chain(reports_check.then_some(event::UPGRADE_CHECK_COMPLETED))

@@ -9,6 +9,7 @@ mod timeline;
 
 use std::time::{Duration, Instant};
 
+use crate::local::{Local, LocalOptions};
 use crate::resource_status::{condition, status_text};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -17,13 +18,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use ratchet_operator::OperatorConfig;
-use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_release::Release;
-use ratchet_testenv::{
-    Behaviour, ClusterOptions, KubeletOptions, LocalCluster, PodSelector, RuleId, Scenarios,
-    SimKubelet,
-};
+use ratchet_testenv::{Behaviour, PodSelector, RuleId, Scenarios};
 use subject::{Service, observed_current};
 
 mod upgrade;
@@ -41,6 +37,9 @@ pub enum Inject {
     /// Ironic's upgrade-check Job).
     #[value(alias = "fail-migrate")]
     FailCheck,
+    /// The upgrade check reports warnings (exit 1), which do not block: the
+    /// upgrade goes on, with an `UpgradeCheckWarnings` event.
+    WarnCheck,
     /// The data migrations fail every attempt (Cinder's contract, Ironic's
     /// online data migrations, which are past the point of no return).
     #[value(alias = "fail-contract")]
@@ -79,66 +78,15 @@ pub struct DemoArgs {
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    println!(
-        "Starting Ratchet's local control plane (the first run builds Kubernetes from Go modules)..."
-    );
-    let cluster = LocalCluster::start_with(ClusterOptions {
+    let local = Local::start(LocalOptions {
         keep_dir: args.keep_dir,
-        start_timeout: Duration::from_secs(120),
-        ..ClusterOptions::default()
+        ready_delay: Duration::from_millis(args.ready_delay_ms),
+        operator: true,
+        instance: "ratchet-demo",
     })
-    .await
-    .context("starting the local control plane")?;
-    let client = cluster.client()?;
-    let kubelet = SimKubelet::start(
-        client.clone(),
-        KubeletOptions {
-            ready_delay: Duration::from_millis(args.ready_delay_ms),
-            ..KubeletOptions::default()
-        },
-    )
-    .await
-    .context("starting the simulated kubelet")?;
-    let t = cluster.timings();
-    println!(
-        "Local cluster ready in {:.1}s (etcd {:.1}s, kube-apiserver {:.1}s, kube-controller-manager {:.1}s).",
-        t.total.as_secs_f64(),
-        t.etcd.as_secs_f64(),
-        t.apiserver.as_secs_f64(),
-        t.controller_manager.as_secs_f64()
-    );
-
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
-    let operator = ratchet_operator::start(
-        client.clone(),
-        OperatorConfig {
-            webhook: Some(WebhookConfig {
-                bind: "127.0.0.1:0".parse()?,
-                tls: TlsSource::SelfManaged {
-                    dns_names: vec!["localhost".into()],
-                    ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
-                },
-                registration: Some(Registration {
-                    name: "ratchet".into(),
-                    endpoint: Endpoint::Url("https://127.0.0.1:0".into()),
-                    namespace_selector: None,
-                    conversion: true,
-                    admission: true,
-                }),
-            }),
-            instance: "ratchet-demo".into(),
-            ..OperatorConfig::default()
-        },
-    )
-    .await
-    .context("starting the operator")?;
-    println!(
-        "Operator running (admission webhook on {}).",
-        operator
-            .webhook_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default()
-    );
+    .await?;
+    let client = local.cluster.client()?;
+    let scenarios = local.kubelet.scenarios();
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace =
@@ -152,6 +100,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .await?;
     ratchet_operator::install::ensure_example_secrets(&client, NAMESPACE).await?;
     let service = Service::new(&args.service, &args.release, args.backends)?;
+    simulate_check(scenarios, &service, 0);
     let mut manifest = service.manifest();
     if args.inject == Some(Inject::StuckRollout) {
         // A short progress deadline so the stall is reported within the demo.
@@ -182,34 +131,28 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     let verdict = match to {
         Some(to) => {
-            let scenarios = kubelet.scenarios();
             let injected = args
                 .inject
-                .map(|inject| inject_failure(scenarios, &service, inject, &to));
+                .and_then(|inject| inject_failure(scenarios, &service, inject, &to));
             let injected = injected.map(|rule| (scenarios, rule));
             upgrade::run(&client, &service, &api, from, to, injected).await?
         }
         None => format!("VERDICT: installed {from}; no upgrade requested."),
     };
     println!("{verdict}");
-    println!("  kubeconfig:  {}", cluster.kubeconfig_path().display());
-    println!(
-        "  try:         {} --kubeconfig {} -n {NAMESPACE} get {}s,deployments,statefulsets,jobs",
-        cluster.binaries().kubectl().display(),
-        cluster.kubeconfig_path().display(),
-        service.name()
+    local.print_access(
+        Some(NAMESPACE),
+        &format!(
+            "{},deployments,statefulsets,jobs",
+            service.resource().plural
+        ),
     );
-    if args.exit_when_done {
-        operator.stop().await;
-        drop(kubelet);
-        return Ok(());
+    if !args.exit_when_done {
+        println!("Serving until Ctrl-C.");
+        crate::operator::shutdown_signal().await;
+        println!("Stopping.");
     }
-    println!("Serving until Ctrl-C.");
-    crate::operator::shutdown_signal().await;
-    println!("Stopping.");
-    operator.stop().await;
-    drop(kubelet);
-    drop(cluster);
+    local.stop().await;
     Ok(())
 }
 
@@ -265,26 +208,32 @@ async fn follow_until_ready(
     }
 }
 
+/// Makes the simulated upgrade check write what the real check wrapper writes
+/// for exit code `rc`, so the check's report reads as in a real cluster.
+fn simulate_check(scenarios: &Scenarios, service: &Service, rc: i32) -> Option<RuleId> {
+    let (job, template) = service.check()?;
+    let (exit, message) = template.check_result(rc)?;
+    Some(scenarios.add(
+        PodSelector::workload(NAMESPACE, &job),
+        Behaviour::always_exit(exit, message),
+    ))
+}
+
 /// Sets the simulated kubelet up to make the chosen part of the upgrade fail.
 fn inject_failure(
     scenarios: &Scenarios,
     service: &Service,
     inject: Inject,
     to: &Release,
-) -> RuleId {
+) -> Option<RuleId> {
     let workload = service.injected_into(inject);
     let (selector, behaviour) = match inject {
         Inject::FailSchema => (
             PodSelector::workload(NAMESPACE, &workload),
             Behaviour::always_exit(1, "OperationalError: simulated failure"),
         ),
-        Inject::FailCheck => (
-            PodSelector::workload(NAMESPACE, &workload),
-            Behaviour::always_exit(
-                255,
-                format!("{}-status upgrade check exit 255", service.name()),
-            ),
-        ),
+        Inject::FailCheck => return simulate_check(scenarios, service, 255),
+        Inject::WarnCheck => return simulate_check(scenarios, service, 1),
         Inject::FailDataMigrations => (
             PodSelector::workload(NAMESPACE, &workload),
             Behaviour::always_exit(2, "online data migrations errored"),
@@ -294,5 +243,5 @@ fn inject_failure(
             Behaviour::hang(),
         ),
     };
-    scenarios.add(selector, behaviour)
+    Some(scenarios.add(selector, behaviour))
 }

@@ -8,13 +8,12 @@ use ratchet_operator::registry::{self, Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::WorkloadKind;
 use ratchet_operator::service::plan::start_patch;
-use ratchet_phase_machine::{Profile, SpecView, Step};
+use ratchet_phase_machine::{JobTemplate, Profile, SpecView, Step};
 use ratchet_release::Release;
 use serde_json::Value;
 
 use super::Inject;
-
-const REPOSITORY: &str = "registry.invalid/openstack";
+use crate::local::EXAMPLE_REPOSITORY;
 
 /// The OpenStack service of the demo, and its resource (named after the service).
 #[derive(Clone, Debug)]
@@ -44,7 +43,7 @@ impl Service {
             type Output = anyhow::Result<Service>;
             fn call<S: OpenStackService>(self) -> Self::Output {
                 let name = S::SERVICE;
-                let repository = format!("{REPOSITORY}/{name}");
+                let repository = format!("{EXAMPLE_REPOSITORY}/{name}");
                 let example = S::example(name, self.release, &repository, self.scale);
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
@@ -120,11 +119,24 @@ impl Service {
             .collect();
         let job = match inject {
             Inject::FailSchema => jobs.first(),
-            Inject::FailCheck => jobs.get(1),
+            Inject::FailCheck | Inject::WarnCheck => {
+                return self.check().map(|(job, _)| job).unwrap_or_default();
+            }
             Inject::FailDataMigrations => jobs.last(),
             Inject::StuckRollout => return self.stalled_workload.clone(),
         };
         format!("{}-{}", self.name(), job.copied().unwrap_or_default())
+    }
+
+    /// The phase Job that runs the upgrade check, and its template (which
+    /// says what the check's wrapper writes as its termination message).
+    pub fn check(&self) -> Option<(String, &JobTemplate)> {
+        self.profile().phases.iter().find_map(|p| match &p.step {
+            Step::Job { template, .. } if template.reports_check() => {
+                Some((format!("{}-{}", self.name(), template.suffix), template))
+            }
+            _ => None,
+        })
     }
 
     /// The phase Job of `phase`, if that phase runs one.
@@ -173,6 +185,7 @@ mod tests {
         let cases = [
             ("cinder", Inject::FailSchema, "cinder-db-expand"),
             ("cinder", Inject::FailCheck, "cinder-db-migrate"),
+            ("cinder", Inject::WarnCheck, "cinder-db-migrate"),
             ("cinder", Inject::FailDataMigrations, "cinder-db-contract"),
             ("cinder", Inject::StuckRollout, "cinder-backup"),
             ("ironic", Inject::FailSchema, "ironic-db-upgrade"),
@@ -192,6 +205,15 @@ mod tests {
             );
         }
         let (cinder, ironic) = (service("cinder"), service("ironic"));
+        let check = |s: &Service, rc| s.check().and_then(|(_, t)| t.check_result(rc));
+        assert_eq!(
+            check(&cinder, 0),
+            Some((0, "cinder-status upgrade check exit 0".into()))
+        );
+        assert_eq!(
+            check(&ironic, 1),
+            Some((0, "ironic-status upgrade check exit 1".into()))
+        );
         assert_eq!(
             ironic.job_of("OnlineMigrations").as_deref(),
             Some("ironic-online-migrations")

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Event;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -24,6 +25,7 @@ const LIMIT: Duration = Duration::from_secs(300);
 enum Seen {
     Resource(Box<DynamicObject>),
     Job(Box<Job>),
+    Event(Box<Event>),
 }
 
 /// How a follow ended.
@@ -50,6 +52,13 @@ struct Follower {
     /// Job UIDs already announced as running, and as finished.
     jobs_running: HashSet<String>,
     jobs_finished: HashSet<String>,
+    /// Events already printed, by name (Ratchet publishes each once).
+    events_seen: HashSet<String>,
+    /// DeploymentsReady as last printed after promotion (the second roll).
+    second_roll: String,
+    /// Whether this follow moves forward (a roll after promotion is then the
+    /// second roll), not back (an abort's roll back).
+    forward: bool,
 }
 
 impl Follower {
@@ -64,6 +73,9 @@ impl Follower {
             pin: String::new(),
             jobs_running: HashSet::new(),
             jobs_finished: HashSet::new(),
+            events_seen: HashSet::new(),
+            second_roll: String::new(),
+            forward: true,
         }
     }
 
@@ -132,9 +144,40 @@ impl Follower {
             });
         }
         let ready = condition(&object.data, "Ready").is_some_and(|(s, _, _)| s == "True");
-        let settled =
+        let promoted =
             phase.is_empty() && status_text(&object.data, "installedRelease") == target.to_string();
-        (ready && settled).then_some(Ending::Installed)
+        let (rolled, _, rolling) = condition(&object.data, "DeploymentsReady")?;
+        if promoted && rolled != "True" && rolling != self.second_roll {
+            let what = if self.forward {
+                "second roll, releasing the RPC pins"
+            } else {
+                "rolling back"
+            };
+            self.say(&format!(
+                "{what}: {rolling} (Ready={})",
+                if ready { "True" } else { "False" }
+            ));
+            self.second_roll = rolling;
+        }
+        (ready && promoted && rolled == "True").then_some(Ending::Installed)
+    }
+
+    /// Prints each of the resource's events once, as `kubectl get events` would.
+    fn on_event(&mut self, event: &Event) {
+        let named = event.metadata.name.clone().unwrap_or_default();
+        let about = &event.involved_object;
+        if about.name.as_deref() != Some(self.service.name())
+            || about.kind.as_deref() != Some(self.service.kind())
+            || !self.events_seen.insert(named)
+        {
+            return;
+        }
+        self.say(&format!(
+            "event {} {}: {}",
+            event.type_.as_deref().unwrap_or_default(),
+            event.reason.as_deref().unwrap_or_default(),
+            event.message.as_deref().unwrap_or_default()
+        ));
     }
 
     fn on_job(&mut self, j: &Job) {
@@ -187,7 +230,14 @@ impl Follower {
         .applied_objects()
         .map(|j| j.map(|j| Seen::Job(Box::new(j))))
         .boxed();
-        let mut events = stream::select(resources, jobs);
+        let events = watcher::watcher(
+            Api::<Event>::namespaced(client.clone(), NAMESPACE),
+            watcher::Config::default(),
+        )
+        .applied_objects()
+        .map(|e| e.map(|e| Seen::Event(Box::new(e))))
+        .boxed();
+        let mut events = stream::select_all([resources, jobs, events]);
         let deadline = Instant::now() + LIMIT;
         loop {
             let next = tokio::time::timeout(
@@ -203,6 +253,7 @@ impl Follower {
                     }
                 }
                 Some(Ok(Seen::Job(j))) => self.on_job(&j),
+                Some(Ok(Seen::Event(e))) => self.on_event(&e),
                 Some(Err(e)) => tracing::debug!(error = %e, "watch error"),
                 None => bail!("the watch ended"),
             }
@@ -239,6 +290,21 @@ pub async fn run(
     let (kind, field) = (service.kind(), service.tag_field());
     println!("Upgrading {from} → {to}: patching spec.openStackRelease and {field} together.");
     let mut follower = Follower::new(service);
+    // The install's events and Jobs are history: print only what the upgrade adds.
+    let events = Api::<Event>::namespaced(client.clone(), NAMESPACE)
+        .list(&Default::default())
+        .await
+        .context("listing events")?;
+    follower.events_seen = events
+        .items
+        .into_iter()
+        .filter_map(|e| e.metadata.name)
+        .collect();
+    let jobs = Api::<Job>::namespaced(client.clone(), NAMESPACE)
+        .list(&Default::default())
+        .await
+        .context("listing Jobs")?;
+    follower.jobs_finished = jobs.items.into_iter().filter_map(|j| j.metadata.uid).collect();
     set_release(service, api, to).await?;
     let ending = follower.follow(client, api, to).await?;
     let took = follower.started.elapsed();
@@ -257,8 +323,10 @@ pub async fn run(
     };
     println!("The upgrade failed in {phase}: {reason}: {message}");
     let mut next = Follower::new(service);
+    next.events_seen = follower.events_seen.clone();
     if service.abortable(&phase) {
         println!("Aborting: reverting spec.openStackRelease and {field} to {from} in one patch.");
+        next.forward = false;
         set_release(service, api, from).await?;
         return Ok(match next.follow(client, api, from).await? {
             Ending::Installed => format!(
