@@ -126,10 +126,31 @@ fn run_build_script(script: &Path) -> std::result::Result<PathBuf, String> {
 /// `RATCHET_HELM` points at an existing binary instead.
 pub fn ensure_helm() -> Result<PathBuf> {
     static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testenv/helm-bin/build.sh");
-    BUILT
+    ensure_go_tool(&BUILT, "RATCHET_HELM", "helm-bin")
+}
+
+/// The umoci binary, which writes and reads the operator's OCI image
+/// (`scripts/image`), built like helm by `testenv/umoci-bin/build.sh`.
+/// `RATCHET_UMOCI` points at an existing binary instead.
+pub fn ensure_umoci() -> Result<PathBuf> {
+    static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    ensure_go_tool(&BUILT, "RATCHET_UMOCI", "umoci-bin")
+}
+
+/// A single-binary Go tool: the path in `env_var`, or the one
+/// `testenv/<dir>/build.sh` prints, built once per process (`built` holds it).
+fn ensure_go_tool(
+    built: &'static OnceLock<std::result::Result<PathBuf, String>>,
+    env_var: &str,
+    dir: &str,
+) -> Result<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testenv")
+        .join(dir)
+        .join("build.sh");
+    built
         .get_or_init(|| {
-            if let Some(path) = std::env::var_os("RATCHET_HELM") {
+            if let Some(path) = std::env::var_os(env_var) {
                 return Ok(PathBuf::from(path));
             }
             check_go(Path::new("go")).map_err(|e| e.to_string())?;
