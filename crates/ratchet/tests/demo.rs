@@ -53,7 +53,10 @@ fn demo_upgrades_one_release_forward() {
         second_roll.is_some_and(|l| l.contains("cinder-scheduler") && l.contains("(Ready=True)")),
         "{out}"
     );
-    assert!(!out.contains("ScalingReplicaSet"), "only Ratchet's events:\n{out}");
+    assert!(
+        !out.contains("ScalingReplicaSet"),
+        "only Ratchet's events:\n{out}"
+    );
 }
 
 #[test]

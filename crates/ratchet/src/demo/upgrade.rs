@@ -304,7 +304,11 @@ pub async fn run(
         .list(&Default::default())
         .await
         .context("listing Jobs")?;
-    follower.jobs_finished = jobs.items.into_iter().filter_map(|j| j.metadata.uid).collect();
+    follower.jobs_finished = jobs
+        .items
+        .into_iter()
+        .filter_map(|j| j.metadata.uid)
+        .collect();
     set_release(service, api, to).await?;
     let ending = follower.follow(client, api, to).await?;
     let took = follower.started.elapsed();
