@@ -23,12 +23,33 @@ pub use observe::{
 };
 pub use profile::{ExitReason, JobTemplate, Phase, Pin, Profile, Step, UpgradeCheck};
 pub use shared::check_exit_code;
+use upgrade::Pass;
 
-/// Decides one reconcile pass.
+/// Decides one reconcile pass: steady state or an upgrade phase, and after a
+/// promotion steady state at the new release, in the same pass (its events
+/// after the upgrade's). Steady state at the release just installed starts no
+/// upgrade, so this runs at most twice.
 pub fn decide(profile: &Profile, observed: &Observed) -> Decision {
-    if observed.status.phase.is_empty() {
+    let mut pass = if observed.status.phase.is_empty() {
         steady::decide(profile, observed)
     } else {
         upgrade::decide(profile, observed)
+    };
+    let mut events = Vec::new();
+    loop {
+        match pass {
+            Pass::Decided(mut decision) => {
+                events.append(&mut decision.events);
+                decision.events = events;
+                return *decision;
+            }
+            Pass::Promoted {
+                observed,
+                events: mut upgrade_events,
+            } => {
+                events.append(&mut upgrade_events);
+                pass = steady::decide(profile, &observed);
+            }
+        }
     }
 }

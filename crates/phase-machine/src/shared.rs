@@ -1,6 +1,6 @@
 //! Pieces both the steady state and an upgrade use.
 
-use ratchet_release::{ImageRef, Release};
+use ratchet_release::{ImageRef, Release, lockstep_mismatch};
 
 use crate::conditions::{Verdict, standard};
 use crate::decision::{
@@ -285,6 +285,25 @@ impl Draft {
             check_report: check_report(profile, obs),
             outcome: self.outcome,
         }
+    }
+}
+
+/// The image/release lockstep guard: a tag naming another release blocks.
+pub fn lockstep(
+    image: &ratchet_release::ImageRef,
+    release: ratchet_release::Release,
+    layout: ratchet_release::ImageLayout,
+) -> Result<(), Blocked> {
+    match lockstep_mismatch(image, release) {
+        None => Ok(()),
+        Some(named) => Err(Blocked::new(
+            reason::IMAGE_RELEASE_MISMATCH,
+            format!(
+                "{}.tag {} names release {named} but spec.openStackRelease is {release}; change both together",
+                layout.pin_field(),
+                image.tag().unwrap_or_default()
+            ),
+        )),
     }
 }
 

@@ -2,29 +2,29 @@
 //! and patch bumps) and the workloads that follow it. A single step forward of
 //! the release hands over to the upgrade.
 
-use ratchet_release::{StepRefusal, lockstep_mismatch};
+use ratchet_release::StepRefusal;
 
 use crate::conditions::Verdict;
-use crate::decision::{Decision, JobAction, Outcome};
+use crate::decision::{JobAction, Outcome};
 use crate::hash::job_spec_hash;
 use crate::observe::{JobOutcome, Observed};
 use crate::profile::{Profile, Step};
 use crate::shared::{
-    Blocked, Draft, WorkloadParams, blocked, parse_installed, parse_spec, removed_workloads,
-    secrets_present,
+    Blocked, Draft, WorkloadParams, blocked, lockstep, parse_installed, parse_spec,
+    removed_workloads, secrets_present,
 };
-use crate::upgrade;
+use crate::upgrade::{self, Pass};
 use crate::vocabulary::reason;
 
 /// Decides one pass for a resource that is not upgrading.
-pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
+pub fn decide(profile: &Profile, obs: &Observed) -> Pass {
     match decide_or_block(profile, obs) {
-        Ok(decision) => decision,
-        Err(why) => blocked(profile, obs, why),
+        Ok(pass) => pass,
+        Err(why) => blocked(profile, obs, why).into(),
     }
 }
 
-fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocked> {
+fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
     let (release, image) = parse_spec(obs)?;
     let installed = parse_installed(obs)?;
     if let Some(installed) = installed {
@@ -173,7 +173,8 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
         workloads,
         outcome,
     }
-    .finish(profile, obs))
+    .finish(profile, obs)
+    .into())
 }
 
 /// Whether the upgrade that installed this release left the schema at
@@ -193,23 +194,4 @@ fn upgraded_with(profile: &Profile, obs: &Observed, image: &str) -> bool {
                 && j.spec_hash == job_spec_hash(image, &t.command, "")
         })
     })
-}
-
-/// The image/release lockstep guard: a tag naming another release blocks.
-pub fn lockstep(
-    image: &ratchet_release::ImageRef,
-    release: ratchet_release::Release,
-    layout: ratchet_release::ImageLayout,
-) -> Result<(), Blocked> {
-    match lockstep_mismatch(image, release) {
-        None => Ok(()),
-        Some(named) => Err(Blocked::new(
-            reason::IMAGE_RELEASE_MISMATCH,
-            format!(
-                "{}.tag {} names release {named} but spec.openStackRelease is {release}; change both together",
-                layout.pin_field(),
-                image.tag().unwrap_or_default()
-            ),
-        )),
-    }
 }

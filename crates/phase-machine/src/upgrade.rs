@@ -9,10 +9,9 @@ use crate::hash::job_spec_hash;
 use crate::observe::{JobOutcome, Observed};
 use crate::profile::{Phase, Pin, Profile, Step};
 use crate::shared::{
-    Blocked, Draft, WorkloadParams, all_rolled_out, blocked, parse_installed, parse_spec,
+    Blocked, Draft, WorkloadParams, all_rolled_out, blocked, lockstep, parse_installed, parse_spec,
     removed_workloads, secrets_present,
 };
-use crate::steady;
 use crate::vocabulary::{event, reason};
 
 fn normal(reason: &str, message: String) -> Event {
@@ -57,6 +56,23 @@ fn delete_stale_phase_jobs(profile: &Profile, obs: &Observed, image: &str) -> Ve
         .collect()
 }
 
+/// What an upgrade pass comes to.
+pub enum Pass {
+    Decided(Box<Decision>),
+    /// The target was promoted with these events; the same pass continues as
+    /// steady state on `observed`, the observation at the new release.
+    Promoted {
+        observed: Box<Observed>,
+        events: Vec<Event>,
+    },
+}
+
+impl From<Decision> for Pass {
+    fn from(decision: Decision) -> Pass {
+        Pass::Decided(Box::new(decision))
+    }
+}
+
 /// An accepted single step forward: record the target, enter the first phase.
 /// Phase Jobs left from an earlier upgrade are deleted first, so a stale
 /// success can never advance this one.
@@ -66,7 +82,7 @@ pub fn initiate(
     installed: Release,
     target: Release,
     image: &ImageRef,
-) -> Decision {
+) -> Pass {
     let Some(first) = profile.phases.first() else {
         return blocked(
             profile,
@@ -75,7 +91,8 @@ pub fn initiate(
                 reason::UPGRADE_PATH_INVALID,
                 format!("{} has no upgrade phases", profile.service),
             ),
-        );
+        )
+        .into();
     };
     let initiated = normal(
         event::UPGRADE_INITIATED,
@@ -99,20 +116,21 @@ pub fn initiate(
             workloads: Vec::new(),
             outcome: Outcome::Waiting,
         }
-        .finish(profile, obs);
+        .finish(profile, obs)
+        .into();
     }
     advance(profile, obs, 0, installed, target, image, vec![initiated])
 }
 
 /// A pass while `status.upgradePhase` is set.
-pub fn decide(profile: &Profile, obs: &Observed) -> Decision {
+pub fn decide(profile: &Profile, obs: &Observed) -> Pass {
     match decide_or_block(profile, obs) {
-        Ok(decision) => decision,
-        Err(why) => blocked(profile, obs, why),
+        Ok(pass) => pass,
+        Err(why) => blocked(profile, obs, why).into(),
     }
 }
 
-fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocked> {
+fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
     let (release, image) = parse_spec(obs)?;
     let installed = parse_installed(obs)?.ok_or_else(|| {
         Blocked::new(
@@ -147,7 +165,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
                 ),
             ));
         }
-        return Ok(abort(profile, obs, installed, target, phase));
+        return Ok(abort(profile, obs, installed, target, phase).into());
     }
     if release != target {
         return Err(Blocked::new(
@@ -157,7 +175,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Decision, Blocke
             ),
         ));
     }
-    steady::lockstep(&image, target, obs.spec.image_layout)?;
+    lockstep(&image, target, obs.spec.image_layout)?;
     secrets_present(obs)?;
     Ok(advance(
         profile,
@@ -221,7 +239,7 @@ fn advance(
     target: Release,
     image: &ImageRef,
     mut events: Vec<Event>,
-) -> Decision {
+) -> Pass {
     let image_ref = image.to_string();
     let span = format!("{installed} → {target}");
     let mut jobs = Vec::new();
@@ -298,7 +316,8 @@ fn advance(
                                 message: text,
                             },
                         }
-                        .finish(profile, obs);
+                        .finish(profile, obs)
+                        .into();
                     }
                     Some((JobOutcome::Running, _)) | None => {
                         return Draft {
@@ -320,7 +339,8 @@ fn advance(
                             workloads: keep_rolled(obs, rolled.as_ref()),
                             outcome: Outcome::Waiting,
                         }
-                        .finish(profile, obs);
+                        .finish(profile, obs)
+                        .into();
                     }
                 }
             }
@@ -381,11 +401,12 @@ fn advance(
                     workloads,
                     outcome: Outcome::Waiting,
                 }
-                .finish(profile, obs);
+                .finish(profile, obs)
+                .into();
             }
         }
     }
-    promote(profile, obs, installed, target, events)
+    promote(obs, installed, target, events)
 }
 
 fn roll_params(image: &str, installed: Release, pin: Pin) -> WorkloadParams {
@@ -410,23 +431,17 @@ fn keep_rolled(obs: &Observed, rolled: Option<&WorkloadParams>) -> Vec<WorkloadA
 /// Every phase is done: the installed release becomes the target, and the pass
 /// continues as steady state at the new release (whose installed-release
 /// annotation starts the second roll).
-fn promote(
-    profile: &Profile,
-    obs: &Observed,
-    installed: Release,
-    target: Release,
-    mut events: Vec<Event>,
-) -> Decision {
+fn promote(obs: &Observed, installed: Release, target: Release, mut events: Vec<Event>) -> Pass {
     events.push(normal(
         event::UPGRADE_COMPLETE,
         format!("{installed} → {target}: upgrade complete; {target} is installed"),
     ));
-    let mut promoted = obs.clone();
-    promoted.status.installed_release = target.to_string();
-    promoted.status.target_release = String::new();
-    promoted.status.phase = String::new();
-    let mut decision = steady::decide(profile, &promoted);
-    events.append(&mut decision.events);
-    decision.events = events;
-    decision
+    let mut observed = obs.clone();
+    observed.status.installed_release = target.to_string();
+    observed.status.target_release = String::new();
+    observed.status.phase = String::new();
+    Pass::Promoted {
+        observed: Box::new(observed),
+        events,
+    }
 }
