@@ -31,7 +31,19 @@ fn demo_upgrades_one_release_forward() {
             "no {phase} in\n{out}"
         );
     }
-    assert!(out.contains("Timeline:"), "{out}");
+    // The timeline `ratchet timeline` reads back from the cluster.
+    let timeline = out
+        .split_once("Timeline (ratchet timeline cinder/cinder -n demo):\n")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no timeline in\n{out}"));
+    for row in [
+        "  Expanding ",
+        "  Contracting ",
+        "  cinder-scheduler ",
+        "  cinder-db-contract ",
+    ] {
+        assert!(timeline.contains(row), "no {row:?} in\n{out}");
+    }
     assert!(
         out.contains("VERDICT: upgraded 2026.1 → 2026.2 in"),
         "{out}"

@@ -105,6 +105,7 @@ pub fn build(profile: &Profile, record: &Record) -> Option<Timeline> {
         .workloads
         .iter()
         .filter_map(|w| roll_span(w, clock, clock.at(record.read_at)))
+        .map(|roll| after_completion(roll, &outcome, ended))
         .collect();
     workloads.sort_by(|a, b| a.start.total_cmp(&b.start));
     let mut jobs: Vec<Span> = record
@@ -279,6 +280,16 @@ fn roll_span(workload: &WorkloadRecord, clock: Clock, now: f64) -> Option<Span> 
         state,
         note: format!("{} · {pods} pod{plural}", workload.kind),
     })
+}
+
+/// A roll that began once the upgrade had completed is the one its promotion
+/// started (Cinder's second roll): the earlier roll's pods are gone. A pod's
+/// creation is recorded to the second, so "began" allows for that.
+fn after_completion(mut roll: Span, outcome: &Outcome, ended: f64) -> Span {
+    if *outcome == Outcome::Complete && roll.start > ended - SECOND_PRECISION {
+        roll.note.push_str(" · after the upgrade completed");
+    }
+    roll
 }
 
 /// A Job of this upgrade: from its start to its completion or failure.
@@ -464,6 +475,16 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(rolls, [("c-scheduler", 4.0, 5.0), ("c", 7.0, 9.0)]);
         assert_eq!(timeline.workloads[1].note, "Deployment · 2 pods");
+        let mut late = completed();
+        late.workloads[0].pods[0] = PodRecord {
+            created: t(112.0),
+            ready_at: Some(t(113.0)),
+        };
+        let timeline_late = build(&cinder(), &late).expect("an upgrade");
+        assert_eq!(
+            timeline_late.workloads[1].note,
+            "StatefulSet · 1 pod · after the upgrade completed"
+        );
         let jobs: Vec<&str> = timeline.jobs.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
             jobs,

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::build::{Span, State, Timeline};
+use super::build::{Outcome, Span, State, Timeline};
 use super::text::outcome;
 
 const WIDTH: f64 = 1100.0;
@@ -87,7 +87,7 @@ pub fn render(timeline: &Timeline) -> String {
         44.0,
         "fill=\"#555555\"",
         &format!(
-            "started {} (UpgradeInitiated); seconds since then",
+            "started {} (UpgradeInitiated); seconds since then (Jobs and pods to the second)",
             timeline.started
         ),
     );
@@ -120,6 +120,7 @@ pub fn render(timeline: &Timeline) -> String {
             ))
         );
     }
+    end_line(&mut out, &scale, timeline, chart_bottom);
     let mut y = chart_bottom + 30.0;
     if !warnings.is_empty() {
         text(&mut out, 12.0, y, "font-weight=\"bold\"", "Warnings");
@@ -140,6 +141,27 @@ pub fn render(timeline: &Timeline) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// Where the upgrade completed or was aborted (a second roll may follow it).
+fn end_line(out: &mut String, scale: &Scale, timeline: &Timeline, bottom: f64) {
+    let word = match timeline.outcome {
+        Outcome::Complete => "complete",
+        Outcome::Aborted => "aborted",
+        Outcome::InProgress(_) => return,
+    };
+    let x = scale.x(timeline.ended);
+    let _ = writeln!(
+        out,
+        r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}" stroke="#333333" stroke-width="1"/>"##
+    );
+    text(
+        out,
+        x,
+        bottom + 14.0,
+        "text-anchor=\"middle\" fill=\"#333333\"",
+        &format!("{word} {:.1}s", timeline.ended),
+    );
 }
 
 /// Seconds to pixels across the chart's width.
@@ -248,7 +270,8 @@ fn bar(out: &mut String, scale: &Scale, y: f64, span: &Span, done: &str) {
 fn text(out: &mut String, x: f64, y: f64, attributes: &str, content: &str) {
     let _ = writeln!(
         out,
-        r#"<text x="{x:.1}" y="{y:.1}" {attributes}>{}</text>"#,
+        r#"<text x="{x:.1}" y="{y:.1}"{}{attributes}>{}</text>"#,
+        if attributes.is_empty() { "" } else { " " },
         escape(content)
     );
 }
@@ -314,6 +337,7 @@ mod tests {
             "c-scheduler",
             "c-db-expand",
             "Warnings",
+            "complete 12.0s",
         ] {
             assert!(seen.iter().any(|t| t == label), "no {label} in {seen:?}");
         }

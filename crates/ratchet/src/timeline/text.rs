@@ -17,7 +17,8 @@ pub fn outcome(timeline: &Timeline) -> String {
 
 pub fn render(timeline: &Timeline) -> String {
     let mut out = format!(
-        "{}: {} → {}, {}\nstarted {} (UpgradeInitiated); times in seconds since then\n",
+        "{}: {} → {}, {}\nstarted {} (UpgradeInitiated); times in seconds since then \
+         (Kubernetes records Jobs and pods to the second)\n",
         timeline.subject,
         timeline.from,
         timeline.to,
@@ -53,8 +54,7 @@ fn section(out: &mut String, heading: &str, spans: &[Span]) {
         "START", "END", "DURATION"
     );
     for s in spans {
-        let _ = writeln!(
-            out,
+        let row = format!(
             "  {:<28} {:>7.1}s {:>7.1}s {:>8.1}s  {}",
             s.label,
             s.start,
@@ -62,6 +62,7 @@ fn section(out: &mut String, heading: &str, spans: &[Span]) {
             (s.end - s.start).max(0.0),
             one_line(&s.note)
         );
+        let _ = writeln!(out, "{}", row.trim_end());
     }
 }
 
