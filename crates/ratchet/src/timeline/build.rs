@@ -176,9 +176,10 @@ fn phase_spans(
     outcome: &Outcome,
     ended: f64,
 ) -> Vec<Span> {
-    let upgrade: Vec<&EventRecord> = events
+    let upgrade: Vec<Timed> = events
         .iter()
-        .take_while(|e| clock.at(e.at) <= ended)
+        .map(|e| (clock.at(e.at), e))
+        .take_while(|(at, _)| *at <= ended)
         .collect();
     let mut spans = Vec::new();
     let mut start = 0.0;
@@ -186,20 +187,12 @@ fn phase_spans(
         let is_last = index + 1 == profile.phases.len();
         let end = phase
             .complete_event
-            .and_then(|done| {
-                upgrade
-                    .iter()
-                    .map(|e| (e, clock.at(e.at)))
-                    .find(|(e, at)| e.reason == done && *at >= start)
-                    .map(|(_, at)| at)
-            })
+            .and_then(|done| first_since(&upgrade, done, start))
             .or_else(|| (is_last && *outcome == Outcome::Complete).then_some(ended));
-        let failures = failures_in(phase, &upgrade, clock, start, end.unwrap_or(ended));
-        let state = match (end, failures.is_empty(), outcome) {
-            (Some(_), _, _) => State::Done,
-            (None, false, _) => State::Failed,
-            (None, true, Outcome::Aborted) => State::Aborted,
-            (None, true, _) => State::Running,
+        let failures = failures_in(phase, &upgrade, start, end.unwrap_or(ended));
+        let state = match end {
+            Some(_) => State::Done,
+            None => unfinished(&failures, outcome),
         };
         spans.push(Span {
             label: phase.name.to_string(),
@@ -216,15 +209,29 @@ fn phase_spans(
     spans
 }
 
+/// An event and its time in seconds since the upgrade began.
+type Timed<'a> = (f64, &'a EventRecord);
+
+/// When the event `reason` first happened at or after `start`.
+fn first_since(events: &[Timed], reason: &str, start: f64) -> Option<f64> {
+    events
+        .iter()
+        .find(|(at, e)| e.reason == reason && *at >= start)
+        .map(|(at, _)| *at)
+}
+
+/// The state of the phase the upgrade stopped in, or still runs.
+fn unfinished(failures: &[String], outcome: &Outcome) -> State {
+    match (failures.is_empty(), outcome) {
+        (false, _) => State::Failed,
+        (true, Outcome::Aborted) => State::Aborted,
+        (true, _) => State::Running,
+    }
+}
+
 /// The Warning reasons that say this phase failed: its Job's failure reasons,
 /// or, for a roll, a stalled rollout.
-fn failures_in(
-    phase: &Phase,
-    events: &[&EventRecord],
-    clock: Clock,
-    start: f64,
-    end: f64,
-) -> Vec<String> {
+fn failures_in(phase: &Phase, events: &[Timed], start: f64, end: f64) -> Vec<String> {
     let failed = |reason_seen: &str| match &phase.step {
         Step::Job {
             template,
@@ -240,9 +247,8 @@ fn failures_in(
     };
     events
         .iter()
-        .filter(|e| e.warning && failed(&e.reason))
-        .filter(|e| (start..=end).contains(&clock.at(e.at)))
-        .map(|e| e.reason.clone())
+        .filter(|(at, e)| e.warning && failed(&e.reason) && (start..=end).contains(at))
+        .map(|(_, e)| e.reason.clone())
         .collect()
 }
 

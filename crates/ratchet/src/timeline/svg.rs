@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::build::{Outcome, Span, State, Timeline};
+use super::build::{Marker, Outcome, Span, State, Timeline};
 use super::text::outcome;
 
 const WIDTH: f64 = 1100.0;
@@ -47,7 +47,7 @@ pub fn render(timeline: &Timeline) -> String {
             spans: &timeline.jobs,
         },
     ];
-    let warnings: Vec<_> = timeline.warnings().collect();
+    let warnings: Vec<&Marker> = timeline.warnings().collect();
     let rows: usize = groups
         .iter()
         .filter(|g| !g.spans.is_empty())
@@ -62,38 +62,9 @@ pub fn render(timeline: &Timeline) -> String {
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
     );
-    let title = format!(
-        "{}: {} → {}, {}",
-        timeline.subject,
-        timeline.from,
-        timeline.to,
-        outcome(timeline)
-    );
-    let _ = writeln!(out, "<title>{}</title>", escape(&title));
-    let _ = writeln!(
-        out,
-        r##"<rect width="100%" height="100%" fill="#ffffff"/>"##
-    );
-    text(
-        &mut out,
-        12.0,
-        24.0,
-        "font-size=\"16\" font-weight=\"bold\"",
-        &title,
-    );
-    text(
-        &mut out,
-        12.0,
-        44.0,
-        "fill=\"#555555\"",
-        &format!(
-            "started {} (UpgradeInitiated); seconds since then (Jobs and pods to the second)",
-            timeline.started
-        ),
-    );
+    header(&mut out, timeline);
     legend(&mut out, &groups);
     axis(&mut out, &scale, chart_bottom);
-
     let mut y = TOP;
     for group in groups.iter().filter(|g| !g.spans.is_empty()) {
         text(
@@ -109,38 +80,74 @@ pub fn render(timeline: &Timeline) -> String {
             y += ROW;
         }
     }
-    for warning in &warnings {
+    warning_lines(&mut out, &scale, &warnings, chart_bottom);
+    end_line(&mut out, &scale, timeline, chart_bottom);
+    warning_list(&mut out, &warnings, chart_bottom + 30.0);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Title (resource, releases, outcome and total time) and when it began.
+fn header(out: &mut String, timeline: &Timeline) {
+    let title = format!(
+        "{}: {} → {}, {}",
+        timeline.subject,
+        timeline.from,
+        timeline.to,
+        outcome(timeline)
+    );
+    let _ = writeln!(out, "<title>{}</title>", escape(&title));
+    let _ = writeln!(
+        out,
+        r##"<rect width="100%" height="100%" fill="#ffffff"/>"##
+    );
+    text(
+        out,
+        12.0,
+        24.0,
+        "font-size=\"16\" font-weight=\"bold\"",
+        &title,
+    );
+    let started = format!(
+        "started {} (UpgradeInitiated); seconds since then (Jobs and pods to the second)",
+        timeline.started
+    );
+    text(out, 12.0, 44.0, "fill=\"#555555\"", &started);
+}
+
+/// A red dashed line across the chart at each warning, its message as a tooltip.
+fn warning_lines(out: &mut String, scale: &Scale, warnings: &[&Marker], bottom: f64) {
+    for warning in warnings {
         let x = scale.x(warning.at);
+        let tooltip = format!("{:.1}s {}: {}", warning.at, warning.reason, warning.message);
         let _ = writeln!(
             out,
-            r#"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{chart_bottom}" stroke="{FAILED}" stroke-width="1.5" stroke-dasharray="4 3"><title>{}</title></line>"#,
-            escape(&format!(
-                "{:.1}s {}: {}",
-                warning.at, warning.reason, warning.message
-            ))
+            r#"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}" stroke="{FAILED}" stroke-width="1.5" stroke-dasharray="4 3"><title>{}</title></line>"#,
+            escape(&tooltip)
         );
     }
-    end_line(&mut out, &scale, timeline, chart_bottom);
-    let mut y = chart_bottom + 30.0;
-    if !warnings.is_empty() {
-        text(&mut out, 12.0, y, "font-weight=\"bold\"", "Warnings");
+}
+
+/// The warnings under the chart, one a line.
+fn warning_list(out: &mut String, warnings: &[&Marker], top: f64) {
+    if warnings.is_empty() {
+        return;
     }
-    for warning in &warnings {
-        y += ROW;
+    text(out, 12.0, top, "font-weight=\"bold\"", "Warnings");
+    for (index, warning) in warnings.iter().enumerate() {
         let line = format!(
             "{:>6.1}s  {}: {}",
             warning.at, warning.reason, warning.message
         );
+        let y = top + (index + 1) as f64 * ROW;
         text(
-            &mut out,
+            out,
             12.0,
             y,
             &format!("fill=\"{FAILED}\""),
             &clip(&line, 150),
         );
     }
-    out.push_str("</svg>\n");
-    out
 }
 
 /// Where the upgrade completed or was aborted (a second roll may follow it).
