@@ -8,6 +8,7 @@ mod manifests;
 mod operator;
 mod resource_status;
 mod storage;
+mod timeline;
 
 use clap::{Parser, Subcommand};
 
@@ -53,6 +54,8 @@ enum Command {
     Plan(manage::PlanArgs),
     /// Abort a running upgrade with the right patch (release and image together).
     Abort(manage::AbortArgs),
+    /// A resource's last upgrade: phases, rolls, Jobs, warnings (text, or SVG with --svg).
+    Timeline(timeline::TimelineArgs),
     /// Run the operator against the current cluster.
     Operator(operator::OperatorArgs),
     /// Everything to install Ratchet without Helm (apply with --server-side).
@@ -96,6 +99,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Status(args) => manage::status(args).await,
         Command::Plan(args) => manage::plan_cmd(args).await,
         Command::Abort(args) => manage::abort(args).await,
+        Command::Timeline(args) => timeline::run(args).await,
         Command::Storage(args) => storage::run(args).await,
     }
 }

@@ -206,7 +206,7 @@ async fn watch(apis: Vec<Api<DynamicObject>>) -> anyhow::Result<()> {
 /// A resource named on the command line, `KIND/NAME` (the kind a service's
 /// name or plural: `cinder/NAME`, `ironics/NAME`), or `NAME`, a Cinder: the
 /// service and the name.
-fn target(text: &str) -> anyhow::Result<(&'static str, &str)> {
+pub(crate) fn target(text: &str) -> anyhow::Result<(&'static str, &str)> {
     let services = registry::services();
     let Some((kind, name)) = text.split_once('/') else {
         return Ok((

@@ -348,3 +348,111 @@ async fn plan_and_abort_an_ironic() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+/// `timeline` after a real upgrade: the phases from the events, every workload
+/// rolled, the Jobs with their attempts and exit codes, the upgrade check's
+/// warning; as text and as an SVG that parses and names the same.
+#[tokio::test]
+async fn timeline_of_an_upgrade_as_text_and_svg() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let client = env.client()?;
+    let (ns, operator) = common::scoped_operator(env, client.clone(), "timeline").await?;
+    let name = ns.name().to_string();
+    let api = create_example_cinder(&client, &name, "c", "2026.1", &["lvm"]).await?;
+    until(
+        &api,
+        "c",
+        common::TIMEOUT,
+        "installed",
+        settled_at("2026.1"),
+    )
+    .await?;
+
+    let out = ratchet(env, &["timeline", "c", "-n", &name]);
+    ensure!(
+        !out.status.success() && common::text(&out).contains("no upgrade recorded for Cinder"),
+        "{}",
+        common::text(&out)
+    );
+
+    // The expand Job fails once, then succeeds; the upgrade check warns.
+    env.scenarios().add(
+        PodSelector::workload(&name, "c-db-expand"),
+        Behaviour::fail_times(1, 1, "OperationalError: database is locked"),
+    );
+    env.scenarios().add(
+        PodSelector::workload(&name, "c-db-migrate"),
+        Behaviour::succeed_with_message("cinder-status upgrade check exit 1"),
+    );
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
+    api.patch(
+        "c",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    until(
+        &api,
+        "c",
+        Duration::from_secs(120),
+        "upgraded",
+        settled_at("2026.2"),
+    )
+    .await?;
+
+    let dir = tempfile::tempdir()?;
+    let svg_path = dir.path().join("timeline.svg");
+    let svg_arg = svg_path.to_string_lossy().into_owned();
+    let out = ratchet(
+        env,
+        &["timeline", "cinder/c", "-n", &name, "--svg", &svg_arg],
+    );
+    let text = common::text(&out);
+    ensure!(out.status.success(), "{text}");
+    ensure!(
+        text.starts_with(&format!("Cinder {name}/c: 2026.1 → 2026.2, complete in")),
+        "{text}"
+    );
+    let row = |label: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{label} ")))
+            .map(str::to_string)
+    };
+    let phases = ["Expanding", "Migrating", "RollingUpdate", "Contracting"];
+    let workloads = ["c-scheduler", "c-volume-lvm", "c-backup", "c"];
+    let jobs = ["c-db-expand", "c-db-migrate", "c-db-contract"];
+    for label in phases.iter().chain(&workloads).chain(&jobs) {
+        ensure!(row(label).is_some(), "no row {label} in\n{text}");
+    }
+    let expand = row("c-db-expand").unwrap_or_default();
+    ensure!(
+        expand
+            .contains("succeeded · 2 attempts · exit 1, 0 · OperationalError: database is locked"),
+        "{expand}\n{text}"
+    );
+    ensure!(text.contains("Warning  UpgradeCheckWarnings"), "{text}");
+
+    let svg = std::fs::read_to_string(&svg_path)?;
+    let document = roxmltree::Document::parse(&svg)?;
+    let labels: Vec<&str> = document
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    for label in phases.iter().chain(&workloads).chain(&jobs) {
+        ensure!(labels.contains(label), "no {label} in the SVG: {labels:?}");
+    }
+    ensure!(
+        labels
+            .iter()
+            .any(|l| l.starts_with(&format!("Cinder {name}/c: 2026.1 → 2026.2, complete in"))),
+        "{labels:?}"
+    );
+    ensure!(
+        labels.iter().any(|l| l.contains("UpgradeCheckWarnings")),
+        "the warning is listed: {labels:?}"
+    );
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}

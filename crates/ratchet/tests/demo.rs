@@ -31,7 +31,19 @@ fn demo_upgrades_one_release_forward() {
             "no {phase} in\n{out}"
         );
     }
-    assert!(out.contains("Timeline:"), "{out}");
+    // The timeline `ratchet timeline` reads back from the cluster.
+    let timeline = out
+        .split_once("Timeline (ratchet timeline cinder/cinder -n demo):\n")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no timeline in\n{out}"));
+    for row in [
+        "  Expanding ",
+        "  Contracting ",
+        "  cinder-scheduler ",
+        "  cinder-db-contract ",
+    ] {
+        assert!(timeline.contains(row), "no {row:?} in\n{out}");
+    }
     assert!(
         out.contains("VERDICT: upgraded 2026.1 → 2026.2 in"),
         "{out}"
@@ -79,6 +91,11 @@ fn demo_shows_a_failed_phase_and_its_abort() {
         out.contains("VERDICT: upgrade 2026.2 → 2027.1 FAILED in Migrating (MigrateFailed); aborted back to 2026.2"),
         "{out}"
     );
+    assert!(
+        out.contains("Cinder demo/cinder: 2026.2 → 2027.1, aborted after")
+            && out.contains("MigrateFailed; aborted"),
+        "the timeline shows the failed phase and the abort:\n{out}"
+    );
 }
 
 #[test]
@@ -93,6 +110,9 @@ fn demo_upgrades_an_ironic_and_recovers_forward_past_the_point_of_no_return() {
         "pin removed: new pods run unpinned",
         "phase: Unpinning",
         "phase: OnlineMigrations",
+        "Ironic demo/ironic: 2026.1 → 2026.2, complete in",
+        "recovered after DatabaseNotCompatible",
+        "  ironic-conductor ",
         "OnlineMigrations is past the point of no return: no abort.",
         "Deleted the failed Job ironic-online-migrations.",
     ] {

@@ -5,7 +5,6 @@
 //! phase is past the point of no return), and ends with a timeline and a verdict.
 
 mod subject;
-mod timeline;
 
 use std::time::{Duration, Instant};
 

@@ -17,7 +17,6 @@ use ratchet_testenv::{RuleId, Scenarios};
 
 use super::NAMESPACE;
 use super::subject::{Service, observed_current};
-use super::timeline::{render, spans};
 use crate::resource_status::{condition, status_text};
 
 const LIMIT: Duration = Duration::from_secs(300);
@@ -38,10 +37,11 @@ enum Ending {
     },
 }
 
-/// Prints what changes and records the phase timeline until `done` decides.
+/// Prints what changes until the upgrade settles or fails.
 struct Follower {
     started: Instant,
-    phases: Vec<(Duration, String)>,
+    /// The phase last printed (`None` before the first status).
+    phase: Option<String>,
     service: Service,
     /// A failure reported before this follow began (the phase being retried):
     /// not an ending until DatabaseReady has moved on from it.
@@ -67,7 +67,7 @@ impl Follower {
             service: service.clone(),
             earlier_failure: None,
             started: Instant::now(),
-            phases: Vec::new(),
+            phase: None,
             last_line: String::new(),
             rolling: String::new(),
             pin: String::new(),
@@ -86,8 +86,8 @@ impl Follower {
     fn on_resource(&mut self, object: &DynamicObject, target: Release) -> Option<Ending> {
         object.data.get("status")?;
         let phase = status_text(&object.data, "upgradePhase");
-        if self.phases.last().is_none_or(|(_, p)| *p != phase) {
-            self.phases.push((self.started.elapsed(), phase.clone()));
+        if self.phase.as_ref() != Some(&phase) {
+            self.phase = Some(phase.clone());
             let shown = if phase.is_empty() {
                 "steady state"
             } else {
@@ -278,8 +278,27 @@ async fn set_release(
 
 /// Upgrades `from` → `to`; on failure, aborts back to `from`, or, past the point
 /// of no return, lifts the `injected` failure and retries the failed phase.
-/// Returns the verdict.
+/// Prints the timeline `ratchet timeline` reads from the cluster, and returns
+/// the verdict.
 pub async fn run(
+    client: &Client,
+    service: &Service,
+    api: &Api<DynamicObject>,
+    from: Release,
+    to: Release,
+    injected: Option<(&Scenarios, RuleId)>,
+) -> anyhow::Result<String> {
+    let verdict = upgrade_and_recover(client, service, api, from, to, injected).await?;
+    let name = service.name();
+    println!("Timeline (ratchet timeline {name}/{name} -n {NAMESPACE}):");
+    print!(
+        "{}",
+        crate::timeline::table(client, name, NAMESPACE, name).await?
+    );
+    Ok(verdict)
+}
+
+async fn upgrade_and_recover(
     client: &Client,
     service: &Service,
     api: &Api<DynamicObject>,
@@ -312,8 +331,6 @@ pub async fn run(
     set_release(service, api, to).await?;
     let ending = follower.follow(client, api, to).await?;
     let took = follower.started.elapsed();
-    println!("Timeline:");
-    print!("{}", render(&spans(&follower.phases, took)));
     let Ending::Failed {
         phase,
         reason,

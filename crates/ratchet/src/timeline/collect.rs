@@ -1,0 +1,263 @@
+//! Reading one resource's last upgrade from the cluster: the resource, its
+//! events, the Jobs and workloads it owns and their pods, into a [`Record`].
+
+use anyhow::Context;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DynamicObject, ListParams};
+use kube::{Api, Client, Resource};
+use ratchet_operator::labels::instance_selector;
+use ratchet_operator::registry::Registered;
+
+use super::record::{
+    AttemptRecord, EventRecord, JobRecord, JobVerdict, PodRecord, Record, WorkloadRecord,
+};
+use crate::resource_status::status_text;
+
+/// The Deployment controller's revision of a ReplicaSet.
+const REVISION: &str = "deployment.kubernetes.io/revision";
+/// The StatefulSet controller's revision of a pod.
+const POD_REVISION: &str = "controller-revision-hash";
+
+pub async fn collect(
+    client: &Client,
+    service: &Registered,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<Record> {
+    let resource: DynamicObject =
+        Api::namespaced_with(client.clone(), namespace, &service.api_resource())
+            .get(name)
+            .await
+            .with_context(|| format!("reading {} {namespace}/{name}", service.kind))?;
+    let uid = resource.metadata.uid.clone().unwrap_or_default();
+    let owned = ListParams::default().labels(&instance_selector(service.service, name));
+    let pods: Vec<Pod> = Api::namespaced(client.clone(), namespace)
+        .list(&owned)
+        .await
+        .context("listing pods")?
+        .items;
+    let jobs: Vec<Job> = list_owned(client, namespace, &owned, &uid).await?;
+    let deployments: Vec<Deployment> = list_owned(client, namespace, &owned, &uid).await?;
+    let stateful_sets: Vec<StatefulSet> = list_owned(client, namespace, &owned, &uid).await?;
+    let replica_sets: Vec<ReplicaSet> = Api::namespaced(client.clone(), namespace)
+        .list(&owned)
+        .await
+        .context("listing replica sets")?
+        .items;
+    let mut workloads: Vec<WorkloadRecord> = deployments
+        .iter()
+        .map(|d| deployment_record(d, &replica_sets, &pods))
+        .collect();
+    workloads.extend(stateful_sets.iter().map(|s| stateful_set_record(s, &pods)));
+    Ok(Record {
+        subject: format!("{} {namespace}/{name}", service.kind),
+        installed_release: status_text(&resource.data, "installedRelease"),
+        target_release: status_text(&resource.data, "targetRelease"),
+        upgrade_phase: status_text(&resource.data, "upgradePhase"),
+        read_at: Timestamp::now(),
+        events: events(client, namespace, &uid).await?,
+        jobs: jobs.iter().map(|j| job_record(j, &pods)).collect(),
+        workloads,
+    })
+}
+
+/// Objects of kind `K` carrying the resource's labels and owned by it (a
+/// resource deleted and made again under the same name owns nothing old).
+async fn list_owned<K>(
+    client: &Client,
+    namespace: &str,
+    params: &ListParams,
+    owner: &str,
+) -> anyhow::Result<Vec<K>>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let list = Api::<K>::namespaced(client.clone(), namespace)
+        .list(params)
+        .await
+        .with_context(|| format!("listing {}", K::plural(&())))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|o| owned_by(o.meta(), owner))
+        .collect())
+}
+
+fn owned_by(meta: &ObjectMeta, owner: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.uid == owner)
+}
+
+/// The resource's events, oldest first, each at the time it first happened.
+async fn events(client: &Client, namespace: &str, uid: &str) -> anyhow::Result<Vec<EventRecord>> {
+    let params = ListParams::default().fields(&format!("involvedObject.uid={uid}"));
+    let list = Api::<Event>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+        .context("listing events")?;
+    let mut events: Vec<EventRecord> = list
+        .items
+        .iter()
+        .filter_map(|e| {
+            // events.k8s.io events have eventTime; core ones the timestamps.
+            let at = e
+                .event_time
+                .as_ref()
+                .map(|t| t.0)
+                .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
+                .or_else(|| e.last_timestamp.as_ref().map(|t| t.0))
+                .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
+            Some(EventRecord {
+                at,
+                warning: e.type_.as_deref() == Some("Warning"),
+                reason: e.reason.clone().unwrap_or_default(),
+                message: e.message.clone().unwrap_or_default(),
+            })
+        })
+        .collect();
+    events.sort_by_key(|e| e.at);
+    Ok(events)
+}
+
+fn job_record(job: &Job, pods: &[Pod]) -> JobRecord {
+    let status = job.status.clone().unwrap_or_default();
+    let condition = |kinds: &[&str]| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| kinds.contains(&c.type_.as_str()) && c.status == "True")
+            .cloned()
+    };
+    let failed = condition(&["Failed", "FailureTarget"]);
+    let verdict = if condition(&["Complete", "SuccessCriteriaMet"]).is_some() {
+        JobVerdict::Succeeded
+    } else if let Some(c) = &failed {
+        JobVerdict::Failed(c.reason.clone().unwrap_or_default())
+    } else {
+        JobVerdict::Running
+    };
+    let uid = job.metadata.uid.as_deref().unwrap_or_default();
+    let mut attempts: Vec<&Pod> = pods.iter().filter(|p| owned_by(&p.metadata, uid)).collect();
+    attempts.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    JobRecord {
+        name: job.metadata.name.clone().unwrap_or_default(),
+        created: created(&job.metadata),
+        started: status.start_time.as_ref().map(|t| t.0),
+        finished: status
+            .completion_time
+            .as_ref()
+            .map(|t| t.0)
+            .or_else(|| failed.and_then(|c| c.last_transition_time).map(|t| t.0)),
+        verdict,
+        counted_attempts: status.succeeded.unwrap_or(0)
+            + status.failed.unwrap_or(0)
+            + status.active.unwrap_or(0),
+        attempts: attempts.into_iter().map(attempt).collect(),
+    }
+}
+
+fn attempt(pod: &Pod) -> AttemptRecord {
+    let terminated = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref());
+    AttemptRecord {
+        exit_code: terminated.map(|t| t.exit_code),
+        message: terminated.and_then(|t| t.message.clone()),
+    }
+}
+
+/// A Deployment's current pods: those of its newest ReplicaSet.
+fn deployment_record(
+    deployment: &Deployment,
+    replica_sets: &[ReplicaSet],
+    pods: &[Pod],
+) -> WorkloadRecord {
+    let uid = deployment.metadata.uid.as_deref().unwrap_or_default();
+    let revision = |rs: &ReplicaSet| {
+        rs.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION))
+            .and_then(|r| r.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let newest = replica_sets
+        .iter()
+        .filter(|rs| owned_by(&rs.metadata, uid))
+        .max_by_key(|rs| revision(rs))
+        .and_then(|rs| rs.metadata.uid.as_deref());
+    let current = pods
+        .iter()
+        .filter(|p| newest.is_some_and(|rs| owned_by(&p.metadata, rs)));
+    workload_record("Deployment", &deployment.metadata, current)
+}
+
+/// A StatefulSet's current pods: those of the revision it rolls to.
+fn stateful_set_record(set: &StatefulSet, pods: &[Pod]) -> WorkloadRecord {
+    let uid = set.metadata.uid.as_deref().unwrap_or_default();
+    let revision = set
+        .status
+        .as_ref()
+        .and_then(|s| s.update_revision.as_deref());
+    let current = pods.iter().filter(|p| {
+        owned_by(&p.metadata, uid)
+            && revision.is_some()
+            && p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(POD_REVISION))
+                .map(String::as_str)
+                == revision
+    });
+    workload_record("StatefulSet", &set.metadata, current)
+}
+
+fn workload_record<'a>(
+    kind: &str,
+    meta: &ObjectMeta,
+    pods: impl Iterator<Item = &'a Pod>,
+) -> WorkloadRecord {
+    WorkloadRecord {
+        kind: kind.into(),
+        name: meta.name.clone().unwrap_or_default(),
+        pods: pods
+            .map(|p| PodRecord {
+                created: created(&p.metadata),
+                ready_at: ready_since(p),
+            })
+            .collect(),
+    }
+}
+
+/// When the pod's Ready condition turned True, if it is True.
+fn ready_since(pod: &Pod) -> Option<Timestamp> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
+}
+
+fn created(meta: &ObjectMeta) -> Timestamp {
+    meta.creation_timestamp
+        .as_ref()
+        .map_or(Timestamp::UNIX_EPOCH, |t| t.0)
+}
