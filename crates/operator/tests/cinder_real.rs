@@ -148,14 +148,19 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
 
     // One volume as an old release left it, with no service_uuid: the real
     // `cinder-status upgrade check` reports its Service UUIDs check as a failure
-    // (exit 2), which seed 000 tolerates as a warning.
-    query(
+    // (exit 2), which seed 000 tolerates as a warning. A volume the load keeps:
+    // one it would delete goes as soon as it is available, so one still
+    // available well after its creation stays.
+    let changed = query(
         &netns,
         &db,
         "cinder",
-        "UPDATE volumes SET service_uuid = NULL WHERE deleted = 0 LIMIT 1",
+        "UPDATE volumes SET service_uuid = NULL WHERE deleted = 0 AND status = 'available' \
+         AND created_at < UTC_TIMESTAMP() - INTERVAL 10 SECOND ORDER BY created_at LIMIT 1; \
+         SELECT ROW_COUNT()",
     )
     .await?;
+    ensure!(changed.trim() == "1", "no kept volume to age: {changed:?}");
     let recorder = StatusRecorder::start(cinders.clone(), NAME).await?;
     h.patch_cinder(
         NAME,

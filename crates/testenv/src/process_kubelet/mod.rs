@@ -29,6 +29,7 @@ pub mod images;
 pub mod network;
 mod pod;
 pub mod probes;
+mod reaper;
 pub mod sandbox;
 pub mod spec;
 pub mod status;
@@ -126,6 +127,13 @@ impl ProcessKubelet {
                     path: PathBuf::from(tool),
                 });
             }
+        }
+        let orphans = reaper::reap_orphans();
+        if !orphans.is_empty() {
+            tracing::warn!(
+                pids = ?orphans,
+                "killed containers left running by a test process that no longer runs"
+            );
         }
         let (tempdir, dir) = match &options.dir {
             Some(dir) => {

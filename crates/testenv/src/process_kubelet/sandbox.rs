@@ -20,7 +20,8 @@
 //! user: the parent-death signal is permission-checked and bubblewrap's monitor
 //! holds no `CAP_KILL`, so a container running as another user would outlive
 //! it. The container's guard in `container.rs` kills it when its pod goes, and
-//! at the test process's exit.
+//! at the test process's exit; a test process killed outright leaves its
+//! containers to the next process kubelet, which kills them (`reaper.rs`).
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -347,6 +348,7 @@ pub fn start(spec: &LaunchSpec) -> Result<Started> {
         .args(command_line(spec))
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(super::reaper::OWNER_VAR, super::reaper::owner_mark())
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log_err));
