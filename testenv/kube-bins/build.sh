@@ -5,11 +5,9 @@
 # A warm cache does no work. Prints the directory holding the binaries.
 set -euo pipefail
 cd "$(dirname "$0")"
-if ! command -v go >/dev/null 2>&1; then
-  echo "build.sh: the Go toolchain (go) is not on PATH; install Go 1.26 or newer" >&2
-  exit 3
-fi
-k8s_version=$(sed -n 's/^require k8s.io\/kubernetes \(v[^ ]*\).*/\1/p' go.mod)
+# shellcheck source=../go-tool.sh
+source ../go-tool.sh
+k8s_version=$(module_version k8s.io/kubernetes)
 cache_root=${RATCHET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ratchet}
 out="$cache_root/kube-$k8s_version"
 tools=(etcd kube-apiserver kube-controller-manager kubectl)
@@ -28,8 +26,6 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   version_flags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 done
 flags=(-trimpath -ldflags "-s -w$version_flags")
-# shellcheck source=../progress.sh
-source ../progress.sh
 packages=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver
   k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
 echo "Building Kubernetes $k8s_version from Go modules into $out (first time: about 6 min on 2 cores; logs in $out/*.log)" >&2

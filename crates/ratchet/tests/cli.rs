@@ -13,6 +13,18 @@ use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 
+/// Starts `name`'s upgrade to 2026.2: release and tag in one patch.
+async fn upgrade_cinder(api: &Api<Cinder>, name: &str) -> Result<()> {
+    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
 fn ratchet(env: &TestEnv, args: &[&str]) -> Output {
     common::ratchet(env.kubeconfig_path(), args)
 }
@@ -74,13 +86,7 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
         PodSelector::workload(&name, "c-db-migrate"),
         Behaviour::hang(),
     );
-    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
-    api.patch(
-        "c",
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(&patch),
-    )
-    .await?;
+    upgrade_cinder(&api, "c").await?;
     until(
         &api,
         "c",
@@ -201,13 +207,7 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
             selector
         };
         env.scenarios().add(selector, Behaviour::hang());
-        let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
-        api.patch(
-            &cname,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await?;
+        upgrade_cinder(&api, &cname).await?;
         until(
             &api,
             &cname,
@@ -384,13 +384,7 @@ async fn timeline_of_an_upgrade_as_text_and_svg() -> Result<()> {
         PodSelector::workload(&name, "c-db-migrate"),
         Behaviour::succeed_with_message("cinder-status upgrade check exit 1"),
     );
-    let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
-    api.patch(
-        "c",
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(&patch),
-    )
-    .await?;
+    upgrade_cinder(&api, "c").await?;
     until(
         &api,
         "c",

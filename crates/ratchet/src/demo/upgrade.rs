@@ -261,6 +261,24 @@ impl Follower {
     }
 }
 
+/// What the namespace already holds, by `key`.
+async fn existing<K>(
+    client: &Client,
+    key: fn(&K) -> Option<String>,
+) -> anyhow::Result<HashSet<String>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let listed = Api::<K>::namespaced(client.clone(), NAMESPACE)
+        .list(&Default::default())
+        .await
+        .with_context(|| format!("listing {}s", K::kind(&())))?;
+    Ok(listed.items.iter().filter_map(key).collect())
+}
+
 async fn set_release(
     service: &Service,
     api: &Api<DynamicObject>,
@@ -310,24 +328,8 @@ async fn upgrade_and_recover(
     println!("Upgrading {from} → {to}: patching spec.openStackRelease and {field} together.");
     let mut follower = Follower::new(service);
     // The install's events and Jobs are history: print only what the upgrade adds.
-    let events = Api::<Event>::namespaced(client.clone(), NAMESPACE)
-        .list(&Default::default())
-        .await
-        .context("listing events")?;
-    follower.events_seen = events
-        .items
-        .into_iter()
-        .filter_map(|e| e.metadata.name)
-        .collect();
-    let jobs = Api::<Job>::namespaced(client.clone(), NAMESPACE)
-        .list(&Default::default())
-        .await
-        .context("listing Jobs")?;
-    follower.jobs_finished = jobs
-        .items
-        .into_iter()
-        .filter_map(|j| j.metadata.uid)
-        .collect();
+    follower.events_seen = existing::<Event>(client, |e| e.metadata.name.clone()).await?;
+    follower.jobs_finished = existing::<Job>(client, |j| j.metadata.uid.clone()).await?;
     set_release(service, api, to).await?;
     let ending = follower.follow(client, api, to).await?;
     let took = follower.started.elapsed();
