@@ -5,6 +5,10 @@
 # shellcheck source=progress.sh
 source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
 
+# A build that stops says where, instead of ending silently under `set -e`.
+set -E
+trap 'echo "$0: stopped at line $LINENO: $BASH_COMMAND" >&2' ERR
+
 if ! command -v go >/dev/null 2>&1; then
   echo "build.sh: the Go toolchain (go) is not on PATH; install Go 1.26 or newer" >&2
   exit 3

@@ -27,7 +27,9 @@ with_progress() {
       next=$((next + interval))
       local line
       line="$label: $(progress_elapsed $((SECONDS - started)))"
-      if [ "$total" -gt 0 ]; then line+=", $(grep -c -v '^#' "$log") of $total packages compiled"; fi
+      # grep -c exits 1 when it counts nothing (go build -v prints only what it
+      # compiles): that must not end a script running under `set -e`.
+      if [ "$total" -gt 0 ]; then line+=", $(grep -c -v '^#' "$log" || true) of $total packages compiled"; fi
       if [ "$redraw" = yes ]; then printf '\r\033[K  %s' "$line" >&2; else printf '  %s\n' "$line" >&2; fi
     fi
   done
