@@ -12,6 +12,7 @@ pub mod ironic;
 pub mod labels;
 pub mod leader;
 pub mod metrics;
+pub mod pods;
 pub mod rbac;
 pub mod registry;
 pub mod service;

@@ -249,21 +249,12 @@ async fn last_pod_termination(
         .items
         .iter()
         .filter_map(|p| {
-            let terminated = p
-                .status
-                .as_ref()?
-                .container_statuses
-                .as_ref()?
-                .first()?
-                .state
-                .as_ref()?
-                .terminated
-                .clone()?;
+            let terminated = crate::pods::terminated(p)?;
             Some((terminated.finished_at.as_ref().map(|t| t.0), terminated))
         })
         .max_by_key(|(finished, _)| *finished);
     Ok(match latest {
-        Some((_, t)) => (Some(t.exit_code), t.message),
+        Some((_, t)) => (Some(t.exit_code), t.message.clone()),
         None => (None, None),
     })
 }

@@ -223,20 +223,8 @@ impl Follower {
             .applied_objects()
             .map(|o| o.map(|o| Seen::Resource(Box::new(o))))
             .boxed();
-        let jobs = watcher::watcher(
-            Api::<Job>::namespaced(client.clone(), NAMESPACE),
-            watcher::Config::default(),
-        )
-        .applied_objects()
-        .map(|j| j.map(|j| Seen::Job(Box::new(j))))
-        .boxed();
-        let events = watcher::watcher(
-            Api::<Event>::namespaced(client.clone(), NAMESPACE),
-            watcher::Config::default(),
-        )
-        .applied_objects()
-        .map(|e| e.map(|e| Seen::Event(Box::new(e))))
-        .boxed();
+        let jobs = in_namespace(client, |j: Job| Seen::Job(Box::new(j)));
+        let events = in_namespace(client, |e: Event| Seen::Event(Box::new(e)));
         let mut events = stream::select_all([resources, jobs, events]);
         let deadline = Instant::now() + LIMIT;
         loop {
@@ -259,6 +247,28 @@ impl Follower {
             }
         }
     }
+}
+
+/// Every change of one kind of object in the namespace, as `seen`.
+fn in_namespace<K>(
+    client: &Client,
+    seen: fn(K) -> Seen,
+) -> futures::stream::BoxStream<'static, Result<Seen, watcher::Error>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    watcher::watcher(
+        Api::<K>::namespaced(client.clone(), NAMESPACE),
+        watcher::Config::default(),
+    )
+    .applied_objects()
+    .map(move |o| o.map(seen))
+    .boxed()
 }
 
 /// What the namespace already holds, by `key`.

@@ -167,13 +167,7 @@ fn job_record(job: &Job, pods: &[Pod]) -> JobRecord {
 }
 
 fn attempt(pod: &Pod) -> AttemptRecord {
-    let terminated = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.first())
-        .and_then(|c| c.state.as_ref())
-        .and_then(|s| s.terminated.as_ref());
+    let terminated = ratchet_operator::pods::terminated(pod);
     AttemptRecord {
         exit_code: terminated.map(|t| t.exit_code),
         message: terminated.and_then(|t| t.message.clone()),
