@@ -5,10 +5,10 @@
 
 use kube::core::admission::AdmissionReview;
 use libfuzzer_sys::fuzz_target;
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::webhooks::server::admission_answer;
 use ratchet_operator::webhooks::validation::validate;
+use ratchet_services::cinder::v1beta1::Cinder;
+use ratchet_services::ironic::v1alpha1::Ironic;
 use serde_json::{Value, json};
 
 fn admit<S: ratchet_operator::service::OpenStackService>(new: &Value, old: &Value) {

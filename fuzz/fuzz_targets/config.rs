@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use ratchet_api::cinder::v1beta1::{CinderSpec, VolumeBackend};
 use ratchet_api::common::SecretOption;
-use ratchet_api::ironic::v1alpha1::IronicSpec;
 use ratchet_api::oslo::{is_name, is_value};
 use ratchet_fuzz::{name, oslo_value, read_oslo, text};
 use ratchet_operator::service::ini::{self, Sections};
+use ratchet_services::cinder::v1beta1::{CinderSpec, VolumeBackend};
+use ratchet_services::ironic::v1alpha1::IronicSpec;
 use serde_json::json;
 
 fn options(u: &mut Unstructured) -> Result<BTreeMap<String, String>> {
@@ -308,7 +308,7 @@ fn fuzz_cinder(u: &mut Unstructured) -> Result<()> {
                 })
         })
         || secret_options_break_rules(&spec.secret_options, &file, &environment);
-    let rendered = ratchet_operator::cinder::config::render("ns", "c", &spec);
+    let rendered = ratchet_services::cinder::config::render("ns", "c", &spec);
     match &rendered {
         Ok(text) => {
             assert!(!breaks_rules, "rendered what the rules refuse:\n{text}");
@@ -338,7 +338,7 @@ fn fuzz_cinder(u: &mut Unstructured) -> Result<()> {
     }
     assert_eq!(
         rendered,
-        ratchet_operator::cinder::config::render("ns", "c", &spec)
+        ratchet_services::cinder::config::render("ns", "c", &spec)
     );
     Ok(())
 }
@@ -365,7 +365,7 @@ fn fuzz_ironic(u: &mut Unstructured) -> Result<()> {
     ];
     let breaks_rules = unsafe_sections(&spec.extra_config)
         || secret_options_break_rules(&spec.secret_options, &file, &environment);
-    match ratchet_operator::ironic::config::render("ns", "i", &spec) {
+    match ratchet_services::ironic::config::render("ns", "i", &spec) {
         Ok(text) => {
             assert!(!breaks_rules, "rendered what the rules refuse:\n{text}");
             check_rendered(

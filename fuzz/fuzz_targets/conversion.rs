@@ -8,10 +8,10 @@
 
 use kube::core::conversion::ConversionReview;
 use libfuzzer_sys::fuzz_target;
-use ratchet_api::cinder::conversion::{
+use ratchet_services::cinder::conversion::{
     V1ALPHA1, V1ALPHA1_ANNOTATION, V1BETA1, V1BETA1_ANNOTATION, convert,
 };
-use ratchet_api::cinder::{v1alpha1, v1beta1};
+use ratchet_services::cinder::{v1alpha1, v1beta1};
 use serde_json::Value;
 
 /// Whether the object carries either conversion annotation (a record put there

@@ -1,13 +1,12 @@
-//! Ratchet's custom resources and the CRD manifests generated from them.
+//! What every service's custom resource shares (`common`), the rules for text
+//! that reaches an oslo.config file (`oslo`), and the CRD manifest format.
 //!
-//! The Rust types are the source of truth: `ratchet crds` prints the CRDs (one
-//! per service, listed by the operator's registry), the checked-in copies under
-//! `deploy/crds/` are compared with them by a test, so a type change without
-//! regenerating fails CI.
+//! Each service's own types live in its folder in `ratchet-services`; they are
+//! the source of truth: `ratchet crds` prints the CRDs (one per service, listed
+//! by the registry), the checked-in copies under `deploy/crds/` are compared
+//! with them by a test, so a type change without regenerating fails CI.
 
-pub mod cinder;
 pub mod common;
-pub mod ironic;
 pub mod oslo;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

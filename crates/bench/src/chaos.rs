@@ -13,12 +13,12 @@ use clap::Args;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::testing::Moments;
 use ratchet_operator::testing::witness::{
     Witness, event_counts, expected_upgrade, phase_of, settled, violations,
 };
+use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{
     Behaviour, KubeletOptions, LocalCluster, PodSelector, Scenarios, SimKubelet,
@@ -27,6 +27,7 @@ use serde_json::json;
 
 use crate::operator::ratchet_binary;
 use crate::stats::summary;
+use ratchet_services::Services;
 
 #[derive(Args)]
 pub struct ChaosArgs {
@@ -108,12 +109,12 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         scenarios.clone(),
     )
     .await?;
-    ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, TIMEOUT).await?;
     let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": NS } }))?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &ns)
         .await?;
-    ratchet_operator::install::ensure_example_secrets(&client, NS).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, NS).await?;
     let mut operator = Operator::start(cluster.kubeconfig_path())?;
     let witness = Witness::start::<Cinder>(&client, NS);
     let expected = expected_upgrade(&Cinder::profile());
@@ -217,7 +218,7 @@ async fn install(client: &Client, name: &str, scenarios: &Scenarios) -> anyhow::
         Behaviour::succeed_with_message("cinder-status upgrade check exit 0")
             .with_run_time(Duration::from_secs(1)),
     );
-    ratchet_operator::testing::create_example_cinder(client, NS, name, "2026.1", &["a", "b"])
+    ratchet_services::testing::create_example_cinder(client, NS, name, "2026.1", &["a", "b"])
         .await?;
     wait_settled(client, name, "2026.1")
         .await

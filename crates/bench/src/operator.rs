@@ -14,10 +14,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
+use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 
 use crate::setup::REPO;
+use ratchet_services::Services;
 
 #[derive(Args)]
 pub struct OperatorArgs {
@@ -127,8 +128,8 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     let cluster = LocalCluster::start().await?;
     let admin = cluster.client()?;
     let _kubelet = SimKubelet::start(admin.clone(), KubeletOptions::default()).await?;
-    ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
-    ratchet_operator::install::ensure_example_secrets(&admin, "default").await?;
+    ratchet_operator::install::install_crds::<Services>(&admin, Duration::from_secs(60)).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&admin, "default").await?;
     let kubeconfig = cluster.kubeconfig_path().to_path_buf();
 
     let operator = spawn_operator(&kubeconfig, &[], "bench")?;
@@ -140,7 +141,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
 
     let api: Api<Cinder> = Api::namespaced(admin.clone(), "default");
     for i in 0..args.cinders {
-        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+        let cinder: Cinder = serde_json::from_value(ratchet_services::cinder::example_manifest(
             &format!("c{i}"),
             "2026.1",
             REPO,

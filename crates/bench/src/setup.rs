@@ -6,13 +6,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::{OperatorConfig, OperatorHandle};
+use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::{KubeletOptions, LocalCluster, SimKubelet};
 
 use crate::counting::{RequestCounter, counting_client};
+use ratchet_services::Services;
 
-pub use ratchet_operator::testing::EXAMPLE_REPOSITORY as REPO;
+pub use ratchet_services::testing::EXAMPLE_REPOSITORY as REPO;
 
 pub struct Bench {
     pub admin: Client,
@@ -27,9 +28,11 @@ impl Bench {
         let cluster = LocalCluster::start().await?;
         let admin = cluster.client()?;
         let kubelet = SimKubelet::start(admin.clone(), KubeletOptions::default()).await?;
-        ratchet_operator::install::install_crds(&admin, Duration::from_secs(60)).await?;
+        ratchet_operator::install::install_crds::<Services>(&admin, Duration::from_secs(60))
+            .await?;
         let (operator_client, counter) = counting_client(cluster.config().clone())?;
-        let operator = ratchet_operator::start(operator_client, OperatorConfig::default()).await?;
+        let operator =
+            ratchet_operator::start::<Services>(operator_client, OperatorConfig::default()).await?;
         Ok(Bench {
             admin,
             counter,
@@ -51,15 +54,15 @@ impl Bench {
         Api::<Namespace>::all(self.admin.clone())
             .create(&PostParams::default(), &namespace)
             .await?;
-        ratchet_operator::install::ensure_example_secrets(&self.admin, ns).await?;
-        let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+        ratchet_operator::install::ensure_example_secrets::<Services>(&self.admin, ns).await?;
+        let cinder: Cinder = serde_json::from_value(ratchet_services::cinder::example_manifest(
             "cinder", release, REPO, release, backends,
         ))?;
         Ok((Api::namespaced(self.admin.clone(), ns), cinder))
     }
 }
 
-pub use ratchet_operator::testing::settled_at;
+pub use ratchet_services::testing::settled_at;
 
 /// Mean reconcile duration so far, from the operator's own histogram.
 pub fn mean_reconcile_seconds(operator: &OperatorHandle) -> Option<f64> {

@@ -12,10 +12,11 @@ use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
-use ratchet_api::cinder::{self, v1alpha1};
+use ratchet_services::cinder::{self, v1alpha1};
 use ratchet_testenv::LocalCluster;
 
 use crate::operator::ratchet_binary;
+use ratchet_services::Services;
 
 #[derive(Args)]
 pub struct StorageArgs {
@@ -46,7 +47,7 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
     let binary = ratchet_binary()?;
     let cluster = LocalCluster::start().await?;
     let client = cluster.client()?;
-    ratchet_operator::install::install_crds_before_v1beta1(&client, Duration::from_secs(60))
+    ratchet_services::testing::install_crds_before_v1beta1(&client, Duration::from_secs(60))
         .await?;
     let ns = "bench-storage";
     let namespace: Namespace =
@@ -77,7 +78,7 @@ pub async fn run(args: StorageArgs) -> anyhow::Result<()> {
     );
 
     // Upgrading Ratchet: its CRDs, with the conversion pointed at the webhook.
-    let webhook = ratchet_operator::install::install_crds_with_local_conversion(
+    let webhook = ratchet_operator::install::install_crds_with_local_conversion::<Services>(
         &client,
         Duration::from_secs(60),
     )

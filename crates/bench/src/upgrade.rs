@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
+use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::until;
 
 use crate::setup::{Bench, REPO, mean_reconcile_seconds, settled_at, slow_reconciles};

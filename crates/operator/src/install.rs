@@ -9,27 +9,27 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 
 use crate::error::{Error, Result};
-use crate::registry::{self, PerService};
+use crate::registry::{PerService, Registry};
 use crate::service::OpenStackService;
 
 /// Applies every CRD (server-side, idempotent) and waits until each is served.
-pub async fn install_crds(client: &Client, timeout: Duration) -> Result<()> {
-    apply_crds(client, crate::registry::crds()?, timeout).await
+pub async fn install_crds<R: Registry>(client: &Client, timeout: Duration) -> Result<()> {
+    apply_crds(client, R::crds()?, timeout).await
 }
 
 /// Every CRD, with the Cinder CRD's conversion served by a webhook server on
 /// localhost, started here: upgrading Ratchet's CRDs on a local cluster, where
 /// no operator Service exists. Conversion works while the server is kept.
-pub async fn install_crds_with_local_conversion(
+pub async fn install_crds_with_local_conversion<R: Registry>(
     client: &Client,
     timeout: Duration,
 ) -> Result<crate::webhooks::WebhookServer> {
-    let (server, ca_pem) = crate::webhooks::serve_on_localhost(
+    let (server, ca_pem) = crate::webhooks::serve_on_localhost::<R>(
         std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
         std::sync::Arc::new(crate::metrics::Metrics::default()),
     )
     .await?;
-    install_crds(client, timeout).await?;
+    install_crds::<R>(client, timeout).await?;
     let target = crate::webhooks::ConversionTarget {
         endpoint: crate::webhooks::Endpoint::Url(format!(
             "https://127.0.0.1:{}",
@@ -37,22 +37,12 @@ pub async fn install_crds_with_local_conversion(
         )),
         ca_pem,
     };
-    crate::webhooks::registration::ensure_conversion(client, &target).await?;
+    crate::webhooks::registration::ensure_conversion::<R>(client, &target).await?;
     Ok(server)
 }
 
-/// The CRDs as Ratchet shipped them before Cinder v1beta1: Cinder served and
-/// stored as v1alpha1 only. Where stored-version migration is shown and measured.
-pub async fn install_crds_before_v1beta1(client: &Client, timeout: Duration) -> Result<()> {
-    use kube::CustomResourceExt;
-    let crds = [
-        ratchet_api::cinder::v1alpha1::Cinder::crd(),
-        ratchet_api::ironic::v1alpha1::Ironic::crd(),
-    ];
-    apply_crds(client, crds, timeout).await
-}
-
-async fn apply_crds(
+/// Applies `crds` (server-side, idempotent) and waits until each is served.
+pub async fn apply_crds(
     client: &Client,
     crds: impl IntoIterator<Item = CustomResourceDefinition>,
     timeout: Duration,
@@ -116,9 +106,9 @@ fn keep_conversion_endpoint(crd: &mut CustomResourceDefinition, live: &CustomRes
 /// Creates the Secrets every registered service's example resource
 /// ([`OpenStackService::example`]) refers to, with placeholder URLs (for demos
 /// and tests; nothing connects to them).
-pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<()> {
+pub async fn ensure_example_secrets<R: Registry>(client: &Client, namespace: &str) -> Result<()> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    for (name, key, value) in example_secrets() {
+    for (name, key, value) in example_secrets::<R>() {
         let secret: Secret = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Secret",
@@ -137,7 +127,7 @@ pub async fn ensure_example_secrets(client: &Client, namespace: &str) -> Result<
 
 /// (Secret, key, placeholder) for the database and message bus of each
 /// service's example resource.
-fn example_secrets() -> Vec<(String, String, String)> {
+pub fn example_secrets<R: Registry>() -> Vec<(String, String, String)> {
     struct Secrets;
     impl PerService for Secrets {
         type Item = Vec<(String, String, String)>;
@@ -164,26 +154,5 @@ fn example_secrets() -> Vec<(String, String, String)> {
             .collect()
         }
     }
-    registry::map(&Secrets).into_iter().flatten().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_example_resource_finds_its_two_secrets() {
-        let secrets = super::example_secrets();
-        let named: Vec<(&str, &str)> = secrets
-            .iter()
-            .map(|(name, key, _)| (name.as_str(), key.as_str()))
-            .collect();
-        assert_eq!(
-            named,
-            [
-                ("cinder-db", "connection"),
-                ("cinder-mq", "transport_url"),
-                ("ironic-db", "connection"),
-                ("ironic-mq", "transport_url"),
-            ]
-        );
-    }
+    R::map(&Secrets).into_iter().flatten().collect()
 }

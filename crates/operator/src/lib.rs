@@ -3,12 +3,10 @@
 //! machine, and applies its decision.
 
 mod children;
-pub mod cinder;
 pub mod context;
 pub mod error;
 mod events;
 pub mod install;
-pub mod ironic;
 pub mod labels;
 pub mod leader;
 pub mod metrics;
@@ -24,6 +22,7 @@ use std::sync::Arc;
 
 pub use context::{Context, LeaderElection, OperatorConfig};
 pub use error::Error;
+pub use registry::Registry;
 
 /// How long a graceful stop waits for in-flight reconciles.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
@@ -76,9 +75,12 @@ impl Drop for OperatorHandle {
     }
 }
 
-/// Starts the webhook server (when configured) and every controller on the
-/// current runtime.
-pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<OperatorHandle, Error> {
+/// Starts the webhook server (when configured) and the controller of every
+/// service in `R` on the current runtime.
+pub async fn start<R: Registry>(
+    client: kube::Client,
+    config: OperatorConfig,
+) -> Result<OperatorHandle, Error> {
     let metrics = Arc::new(metrics::Metrics::default());
     let metrics_server = match config.metrics_bind {
         Some(bind) => Some(
@@ -90,7 +92,8 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
     };
     let (webhook, conversion) = match &config.webhook {
         Some(webhook) => {
-            let (server, conversion) = webhooks::start(&client, webhook, metrics.clone()).await?;
+            let (server, conversion) =
+                webhooks::start::<R>(&client, webhook, metrics.clone()).await?;
             (Some(server), conversion)
         }
         None => (None, None),
@@ -102,13 +105,13 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
         match election {
             None => {
                 let mut stop = stop;
-                controllers(ctx, async move {
+                controllers::<R>(ctx, async move {
                     let _ = stop.wait_for(|s| *s).await;
                 })
                 .await;
             }
             Some(election) => {
-                leader::run_while_leading(ctx, election, stop, controllers).await;
+                leader::run_while_leading(ctx, election, stop, controllers::<R>).await;
             }
         }
     });
@@ -125,22 +128,22 @@ pub async fn start(client: kube::Client, config: OperatorConfig) -> Result<Opera
 /// Everything that runs while this replica may write: every service's
 /// controller and, when enabled, the upkeep of Ratchet's CRDs (conversion
 /// endpoint, stored-version migration).
-async fn controllers(
+async fn controllers<R: Registry>(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     use futures::FutureExt;
     let shutdown = shutdown.shared();
     let crds_kept = ctx.config.storage_migration || ctx.conversion.is_some();
-    tokio::join!(run_all(ctx.clone(), shutdown.clone()), async {
+    tokio::join!(run_all::<R>(ctx.clone(), shutdown.clone()), async {
         if crds_kept {
-            storage::runner::run(ctx.clone(), shutdown.clone()).await;
+            storage::runner::run::<R>(ctx.clone(), shutdown.clone()).await;
         }
     });
 }
 
-/// Runs the controller of every registered service until `shutdown` resolves.
-async fn run_all(
+/// Runs the controller of every service in `R` until `shutdown` resolves.
+async fn run_all<R: Registry>(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -165,6 +168,6 @@ async fn run_all(
         shutdown: shutdown.shared(),
         running: Vec::new(),
     };
-    registry::visit_all(&mut controllers);
+    R::visit_all(&mut controllers);
     futures::future::join_all(controllers.running).await;
 }

@@ -4,11 +4,11 @@
 
 use serde_json::{Value, json};
 
-use crate::registry;
+use crate::registry::Registry;
 
 /// PolicyRules for the namespaces the operator reconciles in.
-pub fn reconcile_rules() -> Value {
-    let services = registry::services().into_iter().flat_map(|s| {
+pub fn reconcile_rules<R: Registry>() -> Value {
+    let services = R::services().into_iter().flat_map(|s| {
         [
             json!({ "apiGroups": [s.group], "resources": [s.plural], "verbs": ["get", "list", "watch", "patch"] }),
             json!({ "apiGroups": [s.group], "resources": [format!("{}/status", s.plural)], "verbs": ["get", "patch", "update"] }),
@@ -63,12 +63,12 @@ pub fn conversion_rules() -> Value {
 /// Cluster-scoped rules for the stored-version migration: read the CRDs, prune
 /// their `status.storedVersions`, and rewrite every object of Ratchet's
 /// resources in every namespace (a no-op update).
-pub fn storage_migration_rules() -> Value {
+pub fn storage_migration_rules<R: Registry>() -> Value {
     let crds = json!([
         { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"] },
         { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions/status"], "verbs": ["update"] },
     ]);
-    let services = registry::services().into_iter().map(
+    let services = R::services().into_iter().map(
         |s| json!({ "apiGroups": [s.group], "resources": [s.plural], "verbs": ["list", "update"] }),
     );
     Value::Array(rules(crds).into_iter().chain(services).collect())

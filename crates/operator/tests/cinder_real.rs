@@ -14,7 +14,7 @@ use common::real::{log_lines_naming, percentile, prepare_images, query, rows, se
 use common::{Harness, StatusRecorder, condition};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::PostParams;
-use ratchet_api::cinder::v1beta1::Cinder;
+use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
 use ratchet_testenv::load::cinder::{self, CinderLoadOptions};

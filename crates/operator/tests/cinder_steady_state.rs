@@ -15,7 +15,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use ratchet_api::cinder::v1beta1::Cinder;
+use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;

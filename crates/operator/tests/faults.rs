@@ -12,14 +12,15 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::testing::witness::{
     Witness, describe_workloads, event_counts, expected_upgrade, phase_of, settled, violations,
 };
 use ratchet_phase_machine::{Phase, Profile, Step};
+use ratchet_services::Services;
+use ratchet_services::cinder::v1beta1::Cinder;
+use ratchet_services::ironic::v1alpha1::Ironic;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{
     Behaviour, KubeletOptions, LocalCluster, PodSelector, Scenarios, SimKubelet,
@@ -76,12 +77,12 @@ async fn cluster(phase_jobs: &[&str], check_message: &str) -> Result<Cluster> {
     let kubelet =
         SimKubelet::start_with_scenarios(client.clone(), KubeletOptions::default(), scenarios)
             .await?;
-    ratchet_operator::install::install_crds(&client, START).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, START).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": NS } }))?;
     namespaces.create(&PostParams::default(), &ns).await?;
-    ratchet_operator::install::ensure_example_secrets(&client, NS).await?;
-    let operator = ratchet_operator::start(
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, NS).await?;
+    let operator = ratchet_operator::start::<Services>(
         client.clone(),
         OperatorConfig {
             namespace: Some(NS.into()),
@@ -258,7 +259,7 @@ async fn installed_cinder() -> Result<Cluster> {
         "cinder-status upgrade check exit 0",
     )
     .await?;
-    ratchet_operator::testing::create_example_cinder(&c.client, NS, "c", "2026.1", &["lvm"])
+    ratchet_services::testing::create_example_cinder(&c.client, NS, "c", "2026.1", &["lvm"])
         .await?;
     until(
         &Api::<Cinder>::namespaced(c.client.clone(), NS),
@@ -311,7 +312,7 @@ async fn ironic_upgrade_survives_an_api_server_restart_in_every_phase() -> Resul
         "ironic-status upgrade check exit 0",
     )
     .await?;
-    let manifest = ratchet_api::ironic::example_manifest(
+    let manifest = ratchet_services::ironic::example_manifest(
         "i",
         "2026.1",
         "registry.invalid/openstack/ironic",
@@ -365,8 +366,8 @@ async fn the_operator_that_serves_conversion_recovers_after_both_restart() -> Re
     if let Some(first) = c.operator.take() {
         first.stop().await;
     }
-    let serving = ratchet_operator::start(c.client.clone(), config.clone()).await?;
-    let v1alpha1: Api<ratchet_api::cinder::v1alpha1::Cinder> =
+    let serving = ratchet_operator::start::<Services>(c.client.clone(), config.clone()).await?;
+    let v1alpha1: Api<ratchet_services::cinder::v1alpha1::Cinder> =
         Api::namespaced(c.client.clone(), NS);
     until(
         &v1alpha1,
@@ -381,7 +382,7 @@ async fn the_operator_that_serves_conversion_recovers_after_both_restart() -> Re
     // webhook answering, then the operator.
     serving.stop().await;
     outage(&mut c.cluster, Outage::ApiServer).await?;
-    c.operator = Some(ratchet_operator::start(c.client.clone(), config).await?);
+    c.operator = Some(ratchet_operator::start::<Services>(c.client.clone(), config).await?);
 
     until(&v1alpha1, "c", RECOVERY, "v1alpha1 served again", |_| true).await?;
     let api: Api<Cinder> = Api::namespaced(c.client.clone(), NS);

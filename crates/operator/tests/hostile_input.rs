@@ -6,7 +6,7 @@
 //! The schema refuses these before any webhook runs, so the path where neither
 //! is in the way (the renderer's own refusal and `InvalidConfig`) cannot be
 //! reached through this API server: it is a pure test of the model and the
-//! machine in `crates/operator/src/cinder/mod.rs`.
+//! machine in `crates/services/src/cinder/mod.rs`.
 
 mod common;
 
@@ -15,9 +15,10 @@ use common::{Harness, TIMEOUT, cinder_manifest};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::PostParams;
-use ratchet_api::cinder::v1alpha1;
-use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_api::oslo::{NAME_RULE, VALUE_RULE};
+use ratchet_services::Services;
+use ratchet_services::cinder::v1alpha1;
+use ratchet_services::ironic::v1alpha1::Ironic;
 use ratchet_testenv::wait::until;
 use serde_json::{Value, json};
 
@@ -78,8 +79,10 @@ async fn the_api_server_refuses_injected_configuration_in_every_version() -> Res
     let h = Harness::start("hostile").await?;
     // The Cinder CRD stores v1beta1; v1alpha1 requests convert through a local
     // webhook (this test binary's cluster only).
-    let _conversion =
-        ratchet_operator::install::install_crds_with_local_conversion(&h.client, TIMEOUT).await?;
+    let _conversion = ratchet_operator::install::install_crds_with_local_conversion::<Services>(
+        &h.client, TIMEOUT,
+    )
+    .await?;
     let _ = VALUE_RULE;
 
     for (i, (extra, field, says)) in hostile().into_iter().enumerate() {
@@ -100,7 +103,7 @@ async fn the_api_server_refuses_injected_configuration_in_every_version() -> Res
             }
         });
         let ironic = with_extra(
-            ratchet_api::ironic::example_manifest(
+            ratchet_services::ironic::example_manifest(
                 &format!("i{i}"),
                 "2026.1",
                 "registry.invalid/ironic",
@@ -112,7 +115,7 @@ async fn the_api_server_refuses_injected_configuration_in_every_version() -> Res
         for (what, err) in [
             (
                 "v1beta1 Cinder",
-                refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, beta).await?,
+                refusal::<ratchet_services::cinder::v1beta1::Cinder>(&h, beta).await?,
             ),
             (
                 "v1alpha1 Cinder",
@@ -130,7 +133,7 @@ async fn the_api_server_refuses_injected_configuration_in_every_version() -> Res
     // A back end's options: v1beta1 list, v1alpha1 map.
     let mut beta = cinder_manifest("bo", "2026.1", "2026.1", &["lvm"]);
     beta["spec"]["volumeBackends"][0]["options"] = json!({ "volume_driver": "lvm\n[database]" });
-    let err = refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, beta).await?;
+    let err = refusal::<ratchet_services::cinder::v1beta1::Cinder>(&h, beta).await?;
     ensure!(
         err.contains("spec.volumeBackends[0].options.volume_driver")
             && err.contains("should match"),
@@ -157,7 +160,7 @@ async fn the_api_server_refuses_injected_configuration_in_every_version() -> Res
     // An image tag with a newline never reaches a pod spec either.
     let mut tag = cinder_manifest("t", "2026.1", "2026.1", &[]);
     tag["spec"]["image"]["reference"]["tag"] = json!("2026.1\nx");
-    let err = refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, tag).await?;
+    let err = refusal::<ratchet_services::cinder::v1beta1::Cinder>(&h, tag).await?;
     ensure!(err.contains("spec.image.reference.tag"), "{err}");
 
     // What the rules admit is rendered as given.
@@ -217,7 +220,7 @@ async fn secret_options_without_a_variable_of_their_own_are_refused() -> Result<
             options.clone(),
         );
         let ironic = with(
-            ratchet_api::ironic::example_manifest(
+            ratchet_services::ironic::example_manifest(
                 "i",
                 "2026.1",
                 "registry.invalid/ironic",
@@ -229,7 +232,7 @@ async fn secret_options_without_a_variable_of_their_own_are_refused() -> Result<
         for (what, err) in [
             (
                 "Cinder",
-                refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, beta).await?,
+                refusal::<ratchet_services::cinder::v1beta1::Cinder>(&h, beta).await?,
             ),
             ("Ironic", refusal::<Ironic>(&h, ironic).await?),
         ] {
@@ -276,14 +279,14 @@ async fn secret_options_without_a_variable_of_their_own_are_refused() -> Result<
             "spec.volumeBackends[\"lvm\"].options[\"volume_driver\"]: set by spec.secretOptions[\"lvm\"][\"volume_driver\"]",
         ),
     ] {
-        let err = refusal::<ratchet_api::cinder::v1beta1::Cinder>(&h, manifest).await?;
+        let err = refusal::<ratchet_services::cinder::v1beta1::Cinder>(&h, manifest).await?;
         ensure!(
             err.contains("admission webhook") && err.contains(says),
             "expected {says:?}, got {err:?}"
         );
     }
     let pinned = with(
-        ratchet_api::ironic::example_manifest(
+        ratchet_services::ironic::example_manifest(
             "p",
             "2026.1",
             "registry.invalid/ironic",

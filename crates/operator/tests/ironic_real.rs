@@ -17,7 +17,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
+use ratchet_services::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
 use ratchet_testenv::load::ironic::{self, IronicLoadOptions};

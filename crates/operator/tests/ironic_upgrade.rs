@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
+use ratchet_services::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
@@ -26,7 +26,8 @@ const PIN_ENV: &str = "OS_DEFAULT__PIN_RELEASE_VERSION";
 const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
 
 async fn create(h: &Harness, release: &str, replicas: i32) -> Result<()> {
-    let manifest = ratchet_api::ironic::example_manifest("i", release, REPO, release, replicas);
+    let manifest =
+        ratchet_services::ironic::example_manifest("i", release, REPO, release, replicas);
     let ironic: Ironic = serde_json::from_value(manifest)?;
     h.api::<Ironic>()
         .create(&PostParams::default(), &ironic)
@@ -798,7 +799,7 @@ async fn an_abort_during_a_stuck_conductor_roll_replaces_the_stuck_pod() -> Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conductor_roll_without_progress_is_reported_as_stalled_and_resumes() -> Result<()> {
     let h = Harness::start("ironic-stall").await?;
-    let mut manifest = ratchet_api::ironic::example_manifest("i", "2026.1", REPO, "2026.1", 2);
+    let mut manifest = ratchet_services::ironic::example_manifest("i", "2026.1", REPO, "2026.1", 2);
     manifest["spec"]["rolloutDeadlineSeconds"] = json!(10);
     h.api::<Ironic>()
         .create(&PostParams::default(), &serde_json::from_value(manifest)?)

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kube::api::{Patch, PatchParams};
-use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_operator::LeaderElection;
-use ratchet_operator::testing::{create_example_cinder, settled_at};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
+use ratchet_services::Services;
+use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
+use ratchet_services::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 
@@ -27,10 +28,10 @@ fn reconciles(op: &OperatorHandle) -> u64 {
 async fn only_the_leader_reconciles_and_a_standby_takes_over() -> Result<()> {
     let env = TestEnv::shared()?;
     let client = env.client()?;
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, Duration::from_secs(60)).await?;
     let ns = env.namespace(&client, "leader").await?;
     let name = ns.name().to_string();
-    ratchet_operator::install::ensure_example_secrets(&client, &name).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, &name).await?;
     let config = |identity: &str| OperatorConfig {
         namespace: Some(name.clone()),
         instance: identity.to_string(),
@@ -43,8 +44,8 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() -> Result<()> {
         }),
         ..OperatorConfig::default()
     };
-    let a = ratchet_operator::start(client.clone(), config("replica-a")).await?;
-    let b = ratchet_operator::start(client.clone(), config("replica-b")).await?;
+    let a = ratchet_operator::start::<Services>(client.clone(), config("replica-a")).await?;
+    let b = ratchet_operator::start::<Services>(client.clone(), config("replica-b")).await?;
 
     let api = create_example_cinder(&client, &name, "c", "2026.1", &[]).await?;
     let settled = settled_at;

@@ -18,8 +18,10 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use ratchet_operator::OperatorConfig;
-use ratchet_operator::testing::{create_example_cinder, impersonating, settled_at};
+use ratchet_operator::testing::impersonating;
 use ratchet_operator::webhooks::{TlsSource, tls};
+use ratchet_services::Services;
+use ratchet_services::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::{until, until_any};
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 use serde_json::json;
@@ -27,7 +29,7 @@ use serde_json::json;
 /// What a namespaced operator needs (the one list in `rbac.rs`), except
 /// patching Cinders themselves.
 fn role_without_cinder_patch() -> serde_json::Value {
-    let mut rules = ratchet_operator::rbac::reconcile_rules();
+    let mut rules = ratchet_operator::rbac::reconcile_rules::<Services>();
     if let Some(cinders) = rules.as_array_mut().and_then(|r| r.first_mut()) {
         cinders["verbs"] = json!(["get", "list", "watch"]);
     }
@@ -36,7 +38,7 @@ fn role_without_cinder_patch() -> serde_json::Value {
 
 /// What a namespaced operator needs, except anything on StatefulSets.
 fn role_without_stateful_sets() -> serde_json::Value {
-    let mut rules = ratchet_operator::rbac::reconcile_rules();
+    let mut rules = ratchet_operator::rbac::reconcile_rules::<Services>();
     for rule in rules.as_array_mut().into_iter().flatten() {
         if let Some(resources) = rule["resources"].as_array_mut() {
             resources.retain(|r| r != "statefulsets");
@@ -54,10 +56,10 @@ async fn service_account_with_role(
     prefix: &str,
     rules: serde_json::Value,
 ) -> Result<(ratchet_testenv::TestNamespace, kube::Client)> {
-    ratchet_operator::install::install_crds(admin, Duration::from_secs(60)).await?;
+    ratchet_operator::install::install_crds::<Services>(admin, Duration::from_secs(60)).await?;
     let ns = env.namespace(admin, prefix).await?;
     let name = ns.name().to_string();
-    ratchet_operator::install::ensure_example_secrets(admin, &name).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(admin, &name).await?;
     let sa: ServiceAccount = serde_json::from_value(json!({ "metadata": { "name": "ratchet" } }))?;
     Api::<ServiceAccount>::namespaced(admin.clone(), &name)
         .create(&PostParams::default(), &sa)
@@ -92,7 +94,7 @@ async fn operator_with_role(
     ratchet_operator::OperatorHandle,
 )> {
     let (ns, client) = service_account_with_role(env, admin, prefix, rules).await?;
-    let operator = ratchet_operator::start(
+    let operator = ratchet_operator::start::<Services>(
         client,
         OperatorConfig {
             namespace: Some(ns.name().to_string()),

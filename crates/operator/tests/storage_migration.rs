@@ -21,10 +21,11 @@ use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, Post
 use kube::core::GroupVersionKind;
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client, CustomResourceExt};
-use ratchet_api::cinder::{self, v1alpha1, v1beta1};
 use ratchet_operator::storage::{self, MigrationError, MigrationOptions};
 use ratchet_operator::webhooks::registration;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
+use ratchet_services::Services;
+use ratchet_services::cinder::{self, v1alpha1, v1beta1};
 use ratchet_testenv::etcd::EtcdClient;
 use ratchet_testenv::wait::{until, until_every};
 use ratchet_testenv::{ClusterOptions, LocalCluster};
@@ -111,13 +112,13 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     })
     .await?;
     let client = cluster.client()?;
-    ratchet_operator::install::install_crds_before_v1beta1(&client, TIMEOUT).await?;
+    ratchet_services::testing::install_crds_before_v1beta1(&client, TIMEOUT).await?;
     let ns_name = "storage".to_string();
     let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": ns_name } }))?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &namespace)
         .await?;
-    ratchet_operator::install::ensure_example_secrets(&client, &ns_name).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, &ns_name).await?;
     let etcd = cluster.etcd().clone();
 
     // 1. v1alpha1 is the storage version: create objects through it.
@@ -143,7 +144,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     );
 
     // 2. The operator's webhook server converts; the CRD stores v1beta1 now.
-    let (webhook, ca) = ratchet_operator::webhooks::serve_on_localhost(
+    let (webhook, ca) = ratchet_operator::webhooks::serve_on_localhost::<Services>(
         "127.0.0.1:0".parse()?,
         Arc::new(ratchet_operator::metrics::Metrics::default()),
     )
@@ -154,7 +155,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         &client,
         CRD,
         &endpoint,
-        ratchet_api::cinder::CONVERSION_PATH,
+        ratchet_services::cinder::CONVERSION_PATH,
         &ca,
     )
     .await?;
@@ -205,7 +206,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
 
     // 3. A validating webhook refuses to rewrite one object: the migration stops
     // with an error naming it and storedVersions stays as it was.
-    registration::register(
+    registration::register::<Services>(
         &client,
         &Registration {
             name: format!("ratchet-{ns_name}"),
@@ -361,7 +362,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
     // 5. The operator runs the migration whenever a Ratchet CRD changes. The
     // next CRD drops v1alpha1: the managed fields that name it are cleaned, and
     // every object lists and server-side applies.
-    let operator = ratchet_operator::start(
+    let operator = ratchet_operator::start::<Services>(
         client.clone(),
         ratchet_operator::OperatorConfig {
             // Its service controllers have nothing to do here.
@@ -506,7 +507,7 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
 async fn the_shipped_crd_converts_through_an_operator_given_its_ca_as_a_file() -> Result<()> {
     let cluster = LocalCluster::start().await?;
     let client = cluster.client()?;
-    ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, TIMEOUT).await?;
 
     // What cert-manager mounts: tls.crt, tls.key and the issuer's ca.crt.
     let ca = ratchet_pki::CertificateAuthority::new("issuer")?;
@@ -529,7 +530,7 @@ async fn the_shipped_crd_converts_through_an_operator_given_its_ca_as_a_file() -
         conversion: true,
         admission: false,
     };
-    let operator = ratchet_operator::start(
+    let operator = ratchet_operator::start::<Services>(
         client.clone(),
         ratchet_operator::OperatorConfig {
             namespace: Some("no-such-namespace".into()),

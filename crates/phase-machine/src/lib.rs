@@ -8,7 +8,6 @@ pub mod decision;
 pub mod hash;
 pub mod observe;
 pub mod profile;
-pub mod profiles;
 mod shared;
 mod steady;
 mod upgrade;

@@ -6,6 +6,7 @@ mod support;
 use proptest::prelude::*;
 use ratchet_phase_machine::*;
 use ratchet_release::Release;
+use ratchet_services::{Registry, Services};
 use support::{Script, World};
 
 #[derive(Clone, Debug)]
@@ -281,7 +282,7 @@ proptest! {
 
     #[test]
     fn every_profile_s_invariants(actions in proptest::collection::vec(action(), 1..80)) {
-        for profile in ratchet_phase_machine::profiles::all() {
+        for profile in Services::profiles() {
             let mut w = World::new(profile, "2026.1", "2026.1", &[("first", true), ("last", false)]);
             w.settle();
             run(w, actions.clone())?;

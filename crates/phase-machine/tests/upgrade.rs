@@ -5,6 +5,7 @@ mod support;
 
 use ratchet_phase_machine::vocabulary::{condition, reason};
 use ratchet_phase_machine::*;
+use ratchet_services::{Registry, Services};
 use support::{Script, World, condition_of};
 
 fn ensured(d: &Decision) -> Vec<(String, String)> {
@@ -155,7 +156,7 @@ fn roll_order_is_gated_on_each_complete_rollout() {
 /// for it. A patch bump's sync on a new image is still waited for.
 #[test]
 fn a_finished_upgrade_stays_ready_while_its_db_sync_confirms_the_schema() {
-    for profile in ratchet_phase_machine::profiles::all() {
+    for profile in Services::profiles() {
         let service = profile.service;
         let mut w = World::new(
             profile,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use ratchet_services::{Registry, Services};
 
 #[derive(Args)]
 pub struct CrdsArgs {
@@ -22,15 +23,18 @@ pub async fn run(args: CrdsArgs) -> anyhow::Result<()> {
         let client = kube::Client::try_default()
             .await
             .context("connecting with the current kubeconfig")?;
-        ratchet_operator::install::install_crds(&client, std::time::Duration::from_secs(60))
-            .await
-            .context("applying the CRDs")?;
-        for crd in ratchet_operator::registry::crds()? {
+        ratchet_operator::install::install_crds::<Services>(
+            &client,
+            std::time::Duration::from_secs(60),
+        )
+        .await
+        .context("applying the CRDs")?;
+        for crd in Services::crds()? {
             println!("applied {}", crd.metadata.name.unwrap_or_default());
         }
         return Ok(());
     }
-    for crd in ratchet_operator::registry::crds()? {
+    for crd in Services::crds()? {
         let yaml = ratchet_api::crd_yaml(&crd).context("serialising a CRD")?;
         match &args.write {
             Some(dir) => {

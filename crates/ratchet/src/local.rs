@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use ratchet_operator::registry::{self, PerService};
+use ratchet_operator::registry::PerService;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
+use ratchet_services::{Registry, Services};
 use ratchet_testenv::{ClusterOptions, KubeletOptions, LocalCluster, SimKubelet};
 
 #[derive(Args)]
@@ -98,11 +99,13 @@ impl Local {
             t.apiserver.as_secs_f64(),
             t.controller_manager.as_secs_f64()
         );
-        ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+        ratchet_operator::install::install_crds::<Services>(&client, Duration::from_secs(60))
+            .await?;
         let operator = if options.operator {
-            let operator = ratchet_operator::start(client, operator_config(options.instance)?)
-                .await
-                .context("starting the operator")?;
+            let operator =
+                ratchet_operator::start::<Services>(client, operator_config(options.instance)?)
+                    .await
+                    .context("starting the operator")?;
             println!(
                 "Operator running (admission and conversion webhook on {}).",
                 operator
@@ -179,7 +182,7 @@ fn write_examples(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         }
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    registry::map(&Example)
+    Services::map(&Example)
         .into_iter()
         .map(|(service, manifest)| {
             let path = dir.join(format!("{service}.yaml"));
@@ -201,7 +204,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     .await?;
     let client = local.cluster.client()?;
     let namespace = "default";
-    ratchet_operator::install::ensure_example_secrets(&client, namespace).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, namespace).await?;
     if let Some(path) = &args.kubeconfig {
         std::fs::copy(local.cluster.kubeconfig_path(), path)
             .with_context(|| format!("copying the kubeconfig to {}", path.display()))?;
@@ -214,7 +217,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     for path in &examples {
         println!("  example:     {}", path.display());
     }
-    let plurals: Vec<String> = registry::services().into_iter().map(|s| s.plural).collect();
+    let plurals: Vec<String> = Services::services().into_iter().map(|s| s.plural).collect();
     local.print_access(
         None,
         &format!("{},deployments,statefulsets,jobs", plurals.join(",")),

@@ -6,11 +6,12 @@ use clap::{Args, ValueEnum};
 use futures::future::BoxFuture;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use ratchet_operator::registry::{self, ServiceFn};
+use ratchet_operator::registry::ServiceFn;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::plan::{Plan, Verdict, abort_patch, plan, render};
 
 use crate::resource_status::{condition, status_text};
+use ratchet_services::{Registry, Services};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Output {
@@ -72,7 +73,7 @@ async fn client() -> anyhow::Result<Client> {
 /// Every registered service's resources where the CLI looks: one namespace
 /// (the context's by default) or all.
 fn apis(client: &Client, namespace: Option<&str>, all: bool) -> Vec<Api<DynamicObject>> {
-    registry::services()
+    Services::services()
         .into_iter()
         .map(|service| {
             let resource = service.api_resource();
@@ -207,7 +208,7 @@ async fn watch(apis: Vec<Api<DynamicObject>>) -> anyhow::Result<()> {
 /// name or plural: `cinder/NAME`, `ironics/NAME`), or `NAME`, a Cinder: the
 /// service and the name.
 pub(crate) fn target(text: &str) -> anyhow::Result<(&'static str, &str)> {
-    let services = registry::services();
+    let services = Services::services();
     let Some((kind, name)) = text.split_once('/') else {
         return Ok((
             services.first().map(|s| s.service).unwrap_or_default(),
@@ -258,7 +259,7 @@ pub async fn plan_cmd(args: PlanArgs) -> anyhow::Result<()> {
         }
     }
     let (service, name) = target(&args.name)?;
-    let p = registry::with_service(service, PlanOne(&args, name))
+    let p = Services::with_service(service, PlanOne(&args, name))
         .context("no such service")?
         .await?;
     print!("{}", render(&p));
@@ -278,7 +279,7 @@ pub async fn abort(args: AbortArgs) -> anyhow::Result<()> {
         }
     }
     let (service, name) = target(&args.name)?;
-    registry::with_service(service, AbortOne(&args, name))
+    Services::with_service(service, AbortOne(&args, name))
         .context("no such service")?
         .await
 }

@@ -6,6 +6,7 @@
 
 use clap::Args;
 use ratchet_operator::rbac;
+use ratchet_services::{Registry, Services};
 use serde_json::{Value, json};
 
 #[derive(Args)]
@@ -54,7 +55,7 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
     let ns = args.namespace.as_str();
     let mut docs =
         vec![json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns } })];
-    for crd in ratchet_operator::registry::crds()? {
+    for crd in Services::crds()? {
         docs.push(serde_json::to_value(crd)?);
     }
     docs.push(json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "ratchet", "namespace": ns } }));
@@ -64,7 +65,7 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
                 "Role",
                 "ratchet",
                 Some(watched),
-                rbac::reconcile_rules(),
+                rbac::reconcile_rules::<Services>(),
             ));
             docs.push(binding("RoleBinding", "ratchet", Some(watched), "Role", ns));
         }
@@ -73,7 +74,7 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
                 "ClusterRole",
                 "ratchet",
                 None,
-                rbac::reconcile_rules(),
+                rbac::reconcile_rules::<Services>(),
             ));
             docs.push(binding(
                 "ClusterRoleBinding",
@@ -114,7 +115,7 @@ pub fn documents(args: &ManifestsArgs) -> anyhow::Result<Vec<Value>> {
         "ClusterRole",
         "ratchet-storage",
         None,
-        rbac::storage_migration_rules(),
+        rbac::storage_migration_rules::<Services>(),
     ));
     docs.push(binding(
         "ClusterRoleBinding",

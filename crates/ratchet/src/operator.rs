@@ -9,6 +9,7 @@ use clap::Args;
 use ratchet_operator::LeaderElection;
 use ratchet_operator::OperatorConfig;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
+use ratchet_services::Services;
 
 #[derive(Args)]
 pub struct OperatorArgs {
@@ -161,7 +162,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         storage_migration: args.storage_migration.unwrap_or(args.namespace.is_none()),
         ..OperatorConfig::default()
     };
-    let handle = ratchet_operator::start(client, config).await?;
+    let handle = ratchet_operator::start::<Services>(client, config).await?;
     tracing::info!(namespace = ?args.namespace, "ratchet operator running");
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight reconciles");

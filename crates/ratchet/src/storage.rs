@@ -12,6 +12,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, Client};
 use ratchet_operator::storage::runner::ratchet_crds;
 use ratchet_operator::storage::{self, CrdVersions, MigrationOptions};
+use ratchet_services::Services;
 use ratchet_testenv::etcd::{EtcdClient, EtcdTls, StoredObject};
 use serde::Deserialize;
 
@@ -118,7 +119,7 @@ async fn report(client: &Client, args: ReportArgs) -> anyhow::Result<()> {
         (None, ..) => None,
     };
     let mut rows = Vec::new();
-    for name in ratchet_crds() {
+    for name in ratchet_crds::<Services>() {
         let Some(crd) = crds.get_opt(&name).await? else {
             continue;
         };
@@ -227,7 +228,7 @@ fn verdict(versions: &CrdVersions, in_etcd: Option<&BTreeMap<String, u64>>) -> S
 
 async fn migrate(client: &Client, args: MigrateArgs) -> anyhow::Result<()> {
     let names = if args.crd.is_empty() {
-        ratchet_crds()
+        ratchet_crds::<Services>()
     } else {
         args.crd
     };

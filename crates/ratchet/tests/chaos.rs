@@ -13,13 +13,14 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_api::ironic::v1alpha1::Ironic;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::testing::Moments;
 use ratchet_operator::testing::witness::{
     Witness, event_counts, expected_upgrade, settled, violations,
 };
+use ratchet_services::Services;
+use ratchet_services::cinder::v1beta1::Cinder;
+use ratchet_services::ironic::v1alpha1::Ironic;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv, TestNamespace};
 use serde_json::json;
@@ -108,9 +109,9 @@ impl Drop for Replica {
 async fn prepared(prefix: &str) -> Result<(&'static TestEnv, Client, TestNamespace)> {
     let env = TestEnv::shared()?;
     let client = env.client()?;
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, Duration::from_secs(60)).await?;
     let ns = env.namespace(&client, prefix).await?;
-    ratchet_operator::install::ensure_example_secrets(&client, ns.name()).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, ns.name()).await?;
     // Phase Jobs and rollouts take about a second, so kills land in every phase.
     let scenarios = env.scenarios();
     scenarios.add(
@@ -135,7 +136,7 @@ async fn prepared(prefix: &str) -> Result<(&'static TestEnv, Client, TestNamespa
 }
 
 async fn install(client: &Client, ns: &str) -> Result<()> {
-    let cinder: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
+    let cinder: Cinder = serde_json::from_value(ratchet_services::cinder::example_manifest(
         "c",
         "2026.1",
         "registry.invalid/openstack/cinder",
@@ -145,7 +146,7 @@ async fn install(client: &Client, ns: &str) -> Result<()> {
     Api::<Cinder>::namespaced(client.clone(), ns)
         .create(&PostParams::default(), &cinder)
         .await?;
-    let ironic: Ironic = serde_json::from_value(ratchet_api::ironic::example_manifest(
+    let ironic: Ironic = serde_json::from_value(ratchet_services::ironic::example_manifest(
         "i",
         "2026.1",
         "registry.invalid/openstack/ironic",

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use kube::Api;
-use ratchet_api::cinder::v1beta1::{Cinder, CinderUpgradePhase};
-use ratchet_operator::testing::{create_example_cinder, settled_at};
+use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
+use ratchet_services::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 
@@ -113,15 +113,15 @@ async fn plan_status_and_abort_against_a_cluster() -> Result<()> {
     );
 
     // Ironics are listed next to Cinders.
-    let ironic: ratchet_api::ironic::v1alpha1::Ironic =
-        serde_json::from_value(ratchet_api::ironic::example_manifest(
+    let ironic: ratchet_services::ironic::v1alpha1::Ironic =
+        serde_json::from_value(ratchet_services::ironic::example_manifest(
             "bm",
             "2026.1",
             "registry.invalid/ironic",
             "2026.1",
             2,
         ))?;
-    kube::Api::<ratchet_api::ironic::v1alpha1::Ironic>::namespaced(client.clone(), &name)
+    kube::Api::<ratchet_services::ironic::v1alpha1::Ironic>::namespaced(client.clone(), &name)
         .create(&Default::default(), &ironic)
         .await?;
     let out = ratchet(env, &["status", "-n", &name]);
@@ -257,13 +257,13 @@ async fn status_and_abort_in_every_phase() -> Result<()> {
 /// off its profile, the abort offered during the pinned roll.
 #[tokio::test]
 async fn plan_and_abort_an_ironic() -> Result<()> {
-    use ratchet_api::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
+    use ratchet_services::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
     let env = TestEnv::shared()?;
     let client = env.client()?;
     let (ns, operator) = common::scoped_operator(env, client.clone(), "ironic-cli").await?;
     let name = ns.name().to_string();
     let api: Api<Ironic> = Api::namespaced(client.clone(), &name);
-    let manifest = ratchet_api::ironic::example_manifest(
+    let manifest = ratchet_services::ironic::example_manifest(
         "bm",
         "2026.1",
         "registry.invalid/ironic",

@@ -11,6 +11,7 @@ use std::process::Command;
 use anyhow::{Context, Result, ensure};
 use ratchet_operator::webhooks::registration;
 use ratchet_operator::webhooks::{Endpoint, Registration};
+use ratchet_services::{Registry, Services};
 use ratchet_testenv::TestEnv;
 use ratchet_testenv::binaries::ensure_helm;
 use serde::Deserialize;
@@ -130,7 +131,7 @@ fn default_render_is_ha_with_cert_manager_and_cluster_rbac() -> Result<()> {
         admission: true,
         conversion: false,
     };
-    let mut expected = registration::webhooks(&registration, "");
+    let mut expected = registration::webhooks::<Services>(&registration, "");
     for entry in &mut expected {
         if let Some(config) = entry["clientConfig"].as_object_mut() {
             config.remove("caBundle");
@@ -204,13 +205,13 @@ fn chart_rbac_is_the_operators_own_list() -> Result<()> {
     let docs = render(&[])?;
     let role = find(&docs, "ClusterRole", "ratchet").context("cluster role")?;
     ensure!(
-        role["rules"] == ratchet_operator::rbac::reconcile_rules(),
+        role["rules"] == ratchet_operator::rbac::reconcile_rules::<Services>(),
         "deploy/helm/ratchet/templates/_helpers.tpl drifted from crates/operator/src/rbac.rs: {}",
         role["rules"]
     );
     let storage = find(&docs, "ClusterRole", "ratchet-storage").context("storage role")?;
     ensure!(
-        storage["rules"] == ratchet_operator::rbac::storage_migration_rules(),
+        storage["rules"] == ratchet_operator::rbac::storage_migration_rules::<Services>(),
         "the chart's storage-migration rules drifted from crates/operator/src/rbac.rs: {}",
         storage["rules"]
     );
@@ -221,7 +222,7 @@ fn chart_rbac_is_the_operators_own_list() -> Result<()> {
 
 #[test]
 fn chart_crds_are_the_generated_ones() -> Result<()> {
-    for crd in ratchet_operator::registry::crds()? {
+    for crd in Services::crds()? {
         let file = ratchet_operator::registry::crd_file(&crd);
         let generated = ratchet_api::crd_yaml(&crd)?;
         let in_chart =

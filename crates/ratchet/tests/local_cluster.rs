@@ -12,10 +12,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use ratchet_api::cinder::v1beta1::Cinder;
-use ratchet_operator::testing::settled_at;
 use ratchet_operator::webhooks::registration::ensure_conversion;
 use ratchet_operator::webhooks::{ConversionTarget, Endpoint};
+use ratchet_services::Services;
+use ratchet_services::cinder::v1beta1::Cinder;
+use ratchet_services::testing::settled_at;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{KubeBinaries, LocalCluster};
 
@@ -38,7 +39,7 @@ async fn crds_apply_keeps_the_conversion_endpoint_whichever_kind_the_operator_re
 -> Result<()> {
     let cluster = LocalCluster::start().await?;
     let client = cluster.client()?;
-    ratchet_operator::install::install_crds(&client, common::TIMEOUT).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, common::TIMEOUT).await?;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let ca_pem = ratchet_pki::CertificateAuthority::new("conversion test")?.cert_pem();
     let endpoints = [
@@ -55,7 +56,7 @@ async fn crds_apply_keeps_the_conversion_endpoint_whichever_kind_the_operator_re
             endpoint: endpoint.clone(),
             ca_pem: ca_pem.clone(),
         };
-        ensure_conversion(&client, &target).await?;
+        ensure_conversion::<Services>(&client, &target).await?;
         let registered = conversion_endpoint(&api).await?;
         let out = common::ratchet(cluster.kubeconfig_path(), &["crds", "--apply"]);
         ensure!(

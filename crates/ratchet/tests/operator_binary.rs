@@ -6,14 +6,15 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use ratchet_operator::testing::create_example_cinder;
+use ratchet_services::Services;
+use ratchet_services::testing::create_example_cinder;
 use ratchet_testenv::TestEnv;
 
 #[tokio::test]
 async fn json_logs_name_the_resource_and_sigterm_stops_cleanly() -> Result<()> {
     let env = TestEnv::shared()?;
     let client = env.client()?;
-    ratchet_operator::install::install_crds(&client, Duration::from_secs(60)).await?;
+    ratchet_operator::install::install_crds::<Services>(&client, Duration::from_secs(60)).await?;
     let ns = env.namespace(&client, "binary").await?;
     let name = ns.name().to_string();
     // No Secrets: the reconcile fails with SecretMissing and logs a warning.

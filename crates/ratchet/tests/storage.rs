@@ -10,7 +10,8 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::{Api, CustomResourceExt};
-use ratchet_api::cinder::{self, conversion, v1alpha1, v1beta1};
+use ratchet_services::Services;
+use ratchet_services::cinder::{self, conversion, v1alpha1, v1beta1};
 use ratchet_testenv::{ClusterOptions, EtcdClientFiles, LocalCluster};
 use serde_json::{Value, json};
 
@@ -56,7 +57,7 @@ async fn report_preflight_and_migrate_before_upgrading_ratchet() -> Result<()> {
     ensure!(etcd_url.starts_with("https://"));
 
     // The previous Ratchet: Cinder stored as v1alpha1.
-    ratchet_operator::install::install_crds_before_v1beta1(&client, TIMEOUT).await?;
+    ratchet_services::testing::install_crds_before_v1beta1(&client, TIMEOUT).await?;
     let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": "old" } }))?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &namespace)
@@ -77,7 +78,8 @@ async fn report_preflight_and_migrate_before_upgrading_ratchet() -> Result<()> {
 
     // This Ratchet's CRDs, with the conversion pointed at a local webhook.
     let webhook =
-        ratchet_operator::install::install_crds_with_local_conversion(&client, TIMEOUT).await?;
+        ratchet_operator::install::install_crds_with_local_conversion::<Services>(&client, TIMEOUT)
+            .await?;
 
     // What is really stored: every object still as v1alpha1.
     let row = cinder_row(kubeconfig, &etcd_url, files)?;

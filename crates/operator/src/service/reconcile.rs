@@ -529,17 +529,10 @@ fn newer<S: Resource>(ours: &S, cached: &S) -> bool {
 #[cfg(test)]
 mod tests {
     use super::newer;
-    use ratchet_api::cinder::v1beta1::Cinder;
+    use k8s_openapi::api::core::v1::ConfigMap;
 
-    fn at(version: Option<&str>) -> Cinder {
-        let mut c: Cinder = serde_json::from_value(ratchet_api::cinder::example_manifest(
-            "c",
-            "2026.1",
-            "cinder",
-            "2026.1",
-            &[],
-        ))
-        .expect("cinder");
+    fn at(version: Option<&str>) -> ConfigMap {
+        let mut c = ConfigMap::default();
         c.metadata.resource_version = version.map(str::to_owned);
         c
     }

@@ -22,20 +22,17 @@ use super::condition::{Outcome, migrate_recorded};
 use super::migrator::{MigrationOptions, get_crd};
 use super::schedule::Schedule;
 use crate::context::Context;
-use crate::registry;
+use crate::registry::{Registered, Registry};
 use crate::webhooks::registration::ensure_conversion;
 
 /// The CRDs Ratchet owns, by name.
-pub fn ratchet_crds() -> Vec<String> {
-    registry::services()
-        .iter()
-        .map(registry::Registered::crd_name)
-        .collect()
+pub fn ratchet_crds<R: Registry>() -> Vec<String> {
+    R::services().iter().map(Registered::crd_name).collect()
 }
 
 /// Until `shutdown`: migrate each Ratchet CRD whose generation was not migrated yet.
-pub async fn run(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = ()>) {
-    let names = ratchet_crds();
+pub async fn run<R: Registry>(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = ()>) {
+    let names = ratchet_crds::<R>();
     // Metadata only: the generation is all that matters here.
     let api: Api<PartialObjectMeta<CustomResourceDefinition>> = Api::all(ctx.client.clone());
     let changes = watcher(api, watcher::Config::default())
@@ -64,7 +61,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = 
                 }
             };
             for (name, generation) in runs {
-                let succeeded = migrate_once(&ctx, &name).await.is_ok();
+                let succeeded = migrate_once::<R>(&ctx, &name).await.is_ok();
                 schedule.finished(&name, generation, succeeded, Instant::now());
             }
         }
@@ -75,9 +72,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl std::future::Future<Output = 
     }
 }
 
-async fn migrate_once(ctx: &Context, name: &str) -> Result<(), ()> {
+async fn migrate_once<R: Registry>(ctx: &Context, name: &str) -> Result<(), ()> {
     if let Some(target) = &ctx.conversion {
-        match ensure_conversion(&ctx.client, target).await {
+        match ensure_conversion::<R>(&ctx.client, target).await {
             // The patch changes the CRD: the next generation brings us back.
             Ok(true) => {
                 tracing::info!(

@@ -318,25 +318,6 @@ mod tests {
     const PHASES: &[&str] = &["Expanding", "Migrating", "RollingUpdate", "Contracting"];
 
     #[test]
-    fn the_expected_upgrade_is_read_off_the_profile() {
-        let (phases, jobs, events) =
-            expected_upgrade(&ratchet_phase_machine::profiles::cinder::profile());
-        assert_eq!(phases, PHASES);
-        assert_eq!(jobs, ["db-expand", "db-migrate", "db-contract"]);
-        assert_eq!(
-            events,
-            [
-                "UpgradeInitiated",
-                "ExpandComplete",
-                "MigrateComplete",
-                "DeploymentRolloutComplete",
-                "UpgradeCheckCompleted",
-                "UpgradeComplete"
-            ]
-        );
-    }
-
-    #[test]
     fn a_clean_upgrade_has_no_violations() {
         let s = seen(
             &[

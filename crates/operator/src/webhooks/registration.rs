@@ -10,23 +10,26 @@ use super::config::{ConversionTarget, Endpoint, Registration};
 use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
-use crate::registry::{self, PerService};
+use crate::registry::{PerService, Registry};
 use crate::service::OpenStackService;
 
 /// Points the conversion of every CRD whose service converts between versions
 /// at `target` unless it already does; true when it had to change one. A CRD
 /// re-applied by Helm or GitOps loses its caBundle or endpoint; the operator
 /// calls this at start-up and whenever a CRD changes, so the caBundle comes back.
-pub async fn ensure_conversion(client: &Client, target: &ConversionTarget) -> Result<bool> {
+pub async fn ensure_conversion<R: Registry>(
+    client: &Client,
+    target: &ConversionTarget,
+) -> Result<bool> {
     let mut changed = false;
-    for (crd, path) in conversions() {
+    for (crd, path) in conversions::<R>() {
         changed |= ensure_one_conversion(client, &crd, path, target).await?;
     }
     Ok(changed)
 }
 
 /// (CRD name, conversion path) of each service with a conversion.
-fn conversions() -> Vec<(String, &'static str)> {
+fn conversions<R: Registry>() -> Vec<(String, &'static str)> {
     struct Conversions;
     impl PerService for Conversions {
         type Item = Option<(String, &'static str)>;
@@ -34,7 +37,7 @@ fn conversions() -> Vec<(String, &'static str)> {
             S::conversion().map(|c| (S::crd_name().to_string(), c.path))
         }
     }
-    registry::map(&Conversions).into_iter().flatten().collect()
+    R::map(&Conversions).into_iter().flatten().collect()
 }
 
 async fn ensure_one_conversion(
@@ -66,8 +69,12 @@ async fn ensure_one_conversion(
 /// Creates or updates the configuration. `ca_pem` is the CA that signed the
 /// serving certificate; re-applying it on every start keeps it correct after
 /// the object is replaced by Helm or GitOps.
-pub async fn register(client: &Client, registration: &Registration, ca_pem: &str) -> Result<()> {
-    let webhooks = webhooks(registration, ca_pem);
+pub async fn register<R: Registry>(
+    client: &Client,
+    registration: &Registration,
+    ca_pem: &str,
+) -> Result<()> {
+    let webhooks = webhooks::<R>(registration, ca_pem);
     let object: ValidatingWebhookConfiguration = serde_json::from_value(json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -81,7 +88,7 @@ pub async fn register(client: &Client, registration: &Registration, ca_pem: &str
 
 /// The configuration's entries, one per registered service (the chart's
 /// copy is held to these by a test).
-pub fn webhooks(registration: &Registration, ca_pem: &str) -> Vec<serde_json::Value> {
+pub fn webhooks<R: Registry>(registration: &Registration, ca_pem: &str) -> Vec<serde_json::Value> {
     struct Webhooks<'a>(&'a Registration, &'a str);
     impl PerService for Webhooks<'_> {
         type Item = serde_json::Value;
@@ -89,7 +96,7 @@ pub fn webhooks(registration: &Registration, ca_pem: &str) -> Vec<serde_json::Va
             webhook::<S>(self.0, self.1)
         }
     }
-    registry::map(&Webhooks(registration, ca_pem))
+    R::map(&Webhooks(registration, ca_pem))
 }
 
 /// One service's entry: its path, its resources, every version.

@@ -16,7 +16,7 @@ use super::conversion;
 use super::validation::validate;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::registry::{self, ServiceVisitor};
+use crate::registry::{Registry, ServiceVisitor};
 use crate::service::OpenStackService;
 
 /// Where the API server sends a service's admission reviews:
@@ -37,7 +37,8 @@ impl Drop for WebhookServer {
     }
 }
 
-pub async fn start(
+/// Serves admission (and conversion) for every service in `R`.
+pub async fn start<R: Registry>(
     bind: SocketAddr,
     cert_pem: &str,
     key_pem: &str,
@@ -56,7 +57,7 @@ pub async fn start(
     let local_addr = listener
         .local_addr()
         .map_err(|e| Error::Tls(e.to_string()))?;
-    let app = routes().with_state(metrics);
+    let app = routes::<R>().with_state(metrics);
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls)
         .map_err(|e| Error::Tls(e.to_string()))?
@@ -70,9 +71,9 @@ pub async fn start(
     Ok(WebhookServer { local_addr, handle })
 }
 
-/// `/validate/<plural>` for every registered service, and its conversion's
-/// path where it has several versions.
-fn routes() -> Router<Arc<Metrics>> {
+/// `/validate/<plural>` for every service in `R`, and its conversion's path
+/// where it has several versions.
+fn routes<R: Registry>() -> Router<Arc<Metrics>> {
     struct Routes(Router<Arc<Metrics>>);
     impl ServiceVisitor for Routes {
         fn visit<S: OpenStackService>(&mut self) {
@@ -85,7 +86,7 @@ fn routes() -> Router<Arc<Metrics>> {
         }
     }
     let mut routes = Routes(Router::new());
-    registry::visit_all(&mut routes);
+    R::visit_all(&mut routes);
     routes.0
 }
 
@@ -140,55 +141,4 @@ async fn convert<S: OpenStackService>(
     let label = format!("{}-conversion", S::SERVICE);
     metrics.admission(&label, started.elapsed());
     Json(answer)
-}
-
-#[cfg(test)]
-mod tests {
-    use ratchet_api::cinder::v1beta1::Cinder;
-    use serde_json::json;
-
-    use super::*;
-
-    fn review(backend: serde_json::Value) -> AdmissionReview<Cinder> {
-        serde_json::from_value(json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "u",
-                "kind": { "group": "cinder.openstack.c5c3.io", "version": "v1beta1", "kind": "Cinder" },
-                "resource": { "group": "cinder.openstack.c5c3.io", "version": "v1beta1", "resource": "cinders" },
-                "operation": "CREATE",
-                "userInfo": {},
-                "object": {
-                    "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
-                    "kind": "Cinder",
-                    "metadata": { "name": "c", "namespace": "ns" },
-                    "spec": {
-                        "openStackRelease": "2026.1",
-                        "image": { "repository": "cinder", "reference": { "tag": "2026.1" } },
-                        "database": { "secretName": "db", "key": "connection" },
-                        "transport": { "secretName": "mq", "key": "url" },
-                        "volumeBackends": [backend],
-                    }
-                },
-            }
-        }))
-        .expect("review")
-    }
-
-    #[test]
-    fn a_privileged_back_end_is_admitted_with_a_warning() {
-        let answer = admission_answer(review(json!({ "name": "lvm", "privileged": true }))).0;
-        let response = answer.response.expect("response");
-        assert!(response.allowed);
-        assert_eq!(
-            response.warnings,
-            Some(vec![
-                "spec.volumeBackends[\"lvm\"].privileged: its cinder-volume pods run as root, privileged, with privilege escalation allowed".to_string()
-            ])
-        );
-        let answer = admission_answer(review(json!({ "name": "lvm" }))).0;
-        let response = answer.response.expect("response");
-        assert!(response.allowed && response.warnings.is_none());
-    }
 }

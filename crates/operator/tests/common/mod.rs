@@ -13,9 +13,10 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use ratchet_api::cinder::v1beta1::Cinder;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
+use ratchet_services::Services;
+use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{TestEnv, TestNamespace};
 
@@ -33,9 +34,9 @@ impl Harness {
     pub async fn start(prefix: &str) -> Result<Harness> {
         let env = TestEnv::shared()?;
         let client = env.client()?;
-        ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+        ratchet_operator::install::install_crds::<Services>(&client, TIMEOUT).await?;
         let ns = env.namespace(&client, prefix).await?;
-        ratchet_operator::install::ensure_example_secrets(&client, ns.name()).await?;
+        ratchet_operator::install::ensure_example_secrets::<Services>(&client, ns.name()).await?;
         Harness::with(env, client, ns).await
     }
 
@@ -44,7 +45,7 @@ impl Harness {
     pub async fn start_real(prefix: &str) -> Result<Harness> {
         let env = TestEnv::shared_with_processes()?;
         let client = env.client()?;
-        ratchet_operator::install::install_crds(&client, TIMEOUT).await?;
+        ratchet_operator::install::install_crds::<Services>(&client, TIMEOUT).await?;
         let ns = env.process_namespace(&client, prefix).await?;
         Harness::with(env, client, ns).await
     }
@@ -77,7 +78,7 @@ impl Harness {
             metrics_bind: Some("127.0.0.1:0".parse()?),
             ..OperatorConfig::default()
         };
-        let operator = ratchet_operator::start(client.clone(), config.clone()).await?;
+        let operator = ratchet_operator::start::<Services>(client.clone(), config.clone()).await?;
         Ok(Harness {
             env,
             client,
@@ -92,8 +93,9 @@ impl Harness {
         if let Some(op) = self.operator.take() {
             op.stop().await;
         }
-        self.operator =
-            Some(ratchet_operator::start(self.client.clone(), self.config.clone()).await?);
+        self.operator = Some(
+            ratchet_operator::start::<Services>(self.client.clone(), self.config.clone()).await?,
+        );
         Ok(())
     }
 
@@ -251,7 +253,7 @@ pub fn cinder_manifest(
     tag: &str,
     backends: &[&str],
 ) -> serde_json::Value {
-    ratchet_api::cinder::example_manifest(
+    ratchet_services::cinder::example_manifest(
         name,
         release,
         "registry.invalid/openstack/cinder",

@@ -13,12 +13,12 @@ pub const REPO: &str = "cinder";
 
 /// The real Cinder profile.
 pub fn cinder_profile() -> Profile {
-    ratchet_phase_machine::profiles::cinder::profile()
+    ratchet_services::cinder::profile::profile()
 }
 
 /// The real Ironic profile.
 pub fn ironic_profile() -> Profile {
-    ratchet_phase_machine::profiles::ironic::profile()
+    ratchet_services::ironic::profile::profile()
 }
 
 /// The condition `kind` of a decision's status.

@@ -18,6 +18,7 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ratchet_release::Release;
+use ratchet_services::Services;
 use ratchet_testenv::{Behaviour, PodSelector, RuleId, Scenarios};
 use subject::{Service, observed_current};
 
@@ -97,7 +98,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             &Patch::Apply(&ns),
         )
         .await?;
-    ratchet_operator::install::ensure_example_secrets(&client, NAMESPACE).await?;
+    ratchet_operator::install::ensure_example_secrets::<Services>(&client, NAMESPACE).await?;
     let service = Service::new(&args.service, &args.release, args.backends)?;
     simulate_check(scenarios, &service, 0);
     let mut manifest = service.manifest();

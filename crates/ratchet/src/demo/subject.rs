@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use kube::api::{ApiResource, DynamicObject};
-use ratchet_operator::registry::{self, Registered, ServiceFn};
+use ratchet_operator::registry::{Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::WorkloadKind;
 use ratchet_operator::service::plan::start_patch;
@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::Inject;
 use crate::local::EXAMPLE_REPOSITORY;
+use ratchet_services::{Registry, Services};
 
 /// The OpenStack service of the demo, and its resource (named after the service).
 #[derive(Clone, Debug)]
@@ -29,7 +30,7 @@ pub struct Service {
 
 /// The services `--service` accepts: every registered one.
 pub fn names() -> Vec<&'static str> {
-    registry::services().iter().map(|s| s.service).collect()
+    Services::services().iter().map(|s| s.service).collect()
 }
 
 impl Service {
@@ -64,7 +65,7 @@ impl Service {
                 })
             }
         }
-        registry::with_service(service, Build { release, scale })
+        Services::with_service(service, Build { release, scale })
             .with_context(|| format!("no service {service:?}: one of {:?}", names()))?
     }
 

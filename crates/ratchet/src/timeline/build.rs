@@ -369,7 +369,7 @@ pub(crate) mod tests {
     }
 
     pub fn cinder() -> Profile {
-        ratchet_phase_machine::profiles::cinder::profile()
+        ratchet_services::cinder::profile::profile()
     }
 
     /// A completed Cinder upgrade 100 s after an earlier one was recorded.

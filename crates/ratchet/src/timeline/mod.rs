@@ -14,11 +14,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use kube::Client;
-use ratchet_operator::registry::{self, Registered, ServiceFn};
+use ratchet_operator::registry::{Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_phase_machine::Profile;
 
 use build::Timeline;
+use ratchet_services::{Registry, Services};
 use record::Record;
 
 #[derive(Args)]
@@ -74,7 +75,7 @@ async fn read(
         }
     }
     let (registered, profile) =
-        registry::with_service(service, Describe).context("no such service")?;
+        Services::with_service(service, Describe).context("no such service")?;
     let record = collect::collect(client, &registered, namespace, name).await?;
     build::build(&profile, &record).with_context(|| no_upgrade(&record))
 }

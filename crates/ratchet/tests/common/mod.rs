@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use kube::Client;
-use ratchet_operator::testing::{create_example_cinder, impersonating, settled_at};
+use ratchet_operator::testing::impersonating;
 use ratchet_operator::{OperatorConfig, OperatorHandle};
+use ratchet_services::Services;
+use ratchet_services::testing::{create_example_cinder, settled_at};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{TestEnv, TestNamespace};
 
@@ -22,11 +24,11 @@ pub async fn scoped_operator(
     client: Client,
     prefix: &str,
 ) -> Result<(TestNamespace, OperatorHandle)> {
-    ratchet_operator::install::install_crds(&env.client()?, TIMEOUT).await?;
+    ratchet_operator::install::install_crds::<Services>(&env.client()?, TIMEOUT).await?;
     let admin = env.client()?;
     let ns = env.namespace(&admin, prefix).await?;
-    ratchet_operator::install::ensure_example_secrets(&admin, ns.name()).await?;
-    let operator = ratchet_operator::start(
+    ratchet_operator::install::ensure_example_secrets::<Services>(&admin, ns.name()).await?;
+    let operator = ratchet_operator::start::<Services>(
         client,
         OperatorConfig {
             namespace: Some(ns.name().to_string()),

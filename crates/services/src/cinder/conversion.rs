@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{v1alpha1, v1beta1};
-use crate::common::{ImageSpec, PodSecurity, SecretOption};
+use ratchet_api::common::{ImageSpec, PodSecurity, SecretOption};
 
 /// `apiVersion` of Cinder v1alpha1.
 pub const V1ALPHA1: &str = "cinder.openstack.c5c3.io/v1alpha1";

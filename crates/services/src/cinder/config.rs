@@ -4,15 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use ratchet_api::cinder::v1beta1::{Cinder, CinderSpec, VolumeBackend};
+use crate::cinder::v1beta1::{Cinder, CinderSpec, VolumeBackend};
 
 use super::{filters, paste};
-use crate::service::OpenStackService;
-use crate::service::ini::{self, ManagedOption, Sections};
-use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
-use crate::service::secret_options;
-use crate::service::status::EXTRA_CONFIG;
-use ratchet_phase_machine::profiles::cinder::CONFIG_DIR;
+use crate::cinder::profile::CONFIG_DIR;
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::ini::{self, ManagedOption, Sections};
+use ratchet_operator::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
+use ratchet_operator::service::secret_options;
+use ratchet_operator::service::status::EXTRA_CONFIG;
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";

@@ -10,12 +10,12 @@ use proptest::collection::{btree_map, vec};
 use proptest::option;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
-use ratchet_api::cinder::conversion::{
+use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_services::cinder::conversion::{
     ConversionError, V1ALPHA1, V1ALPHA1_ANNOTATION, V1BETA1, V1BETA1_ANNOTATION, convert,
     to_v1alpha1, to_v1beta1,
 };
-use ratchet_api::cinder::{BackupSpec, example_manifest, v1alpha1, v1beta1};
-use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_services::cinder::{BackupSpec, example_manifest, v1alpha1, v1beta1};
 use serde_json::{Value, json};
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

@@ -1,6 +1,4 @@
-//! The Ironic resource, by API version.
-
-pub mod v1alpha1;
+//! The Ironic resource: example manifests.
 
 /// An Ironic manifest for demos and tests: secrets `ironic-db`/`ironic-mq`,
 /// `replicas` API and conductor pods.

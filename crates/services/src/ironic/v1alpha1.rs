@@ -1,6 +1,5 @@
-//! `ironic.openstack.c5c3.io/v1alpha1`, kind `Ironic`: the resource; its
-//! controller is `crates/operator/src/ironic`, its upgrade flow the Ironic
-//! profile of the phase machine.
+//! `ironic.openstack.c5c3.io/v1alpha1`, kind `Ironic`: the resource; its model
+//! is `model.rs` beside it, its upgrade flow `profile.rs`.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
 
 /// An Ironic deployment, and the release it runs.
 ///
@@ -55,7 +54,7 @@ pub struct IronicSpec {
     pub rollout_deadline_seconds: Option<i32>,
     /// Extra `ironic.conf` settings: section → option → value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "crate::oslo::sections_schema")]
+    #[schemars(schema_with = "ratchet_api::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
     /// `ironic.conf` options whose values come from Secret keys: each reaches the
     /// processes as the variable oslo.config reads, `OS_<SECTION>__<OPTION>`, never

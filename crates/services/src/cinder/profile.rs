@@ -3,7 +3,7 @@
 //! contract (online data migrations); the installed release is promoted after
 //! contract and the automatic RPC pins are released by the second roll.
 
-use crate::profile::{JobTemplate, Phase, Pin, Profile, Step};
+use ratchet_phase_machine::{JobTemplate, Phase, Pin, Profile, Step};
 
 pub const SERVICE: &str = "cinder";
 /// Where the rendered configuration is mounted; every command reads it from here.

@@ -3,13 +3,15 @@
 //! and so does the upgrade pin (`[DEFAULT] pin_release_version`), which is set
 //! per pod rather than here: a pinned and an unpinned pod share this file.
 
-use ratchet_api::ironic::v1alpha1::{Ironic, IronicSpec};
+use crate::ironic::v1alpha1::{Ironic, IronicSpec};
 
-use crate::service::OpenStackService;
-use crate::service::ini::{self, ManagedOption, Sections};
-use crate::service::model::{ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL};
-use crate::service::secret_options;
-use crate::service::status::EXTRA_CONFIG;
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::ini::{self, ManagedOption, Sections};
+use ratchet_operator::service::model::{
+    ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL,
+};
+use ratchet_operator::service::secret_options;
+use ratchet_operator::service::status::EXTRA_CONFIG;
 
 /// Where conductors write the boot files they serve over HTTP (iPXE's
 /// `boot.ipxe` is written there when the driver loads, into a directory that

@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
 
 /// A Cinder deployment, and the release it runs.
 ///
@@ -74,7 +74,7 @@ pub struct CinderSpec {
     /// here (the ConfigMap is readable); the database and transport URLs come from
     /// their Secrets.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "crate::oslo::sections_schema")]
+    #[schemars(schema_with = "ratchet_api::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,
     /// `cinder.conf` options whose values come from Secret keys (passwords, keys):
     /// each reaches the processes as the variable oslo.config reads,
@@ -156,7 +156,7 @@ pub struct VolumeBackend {
     pub resources: Option<ResourceRequirements>,
     /// Options of the back end's section in `cinder.conf` (e.g. `volume_driver`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(schema_with = "crate::oslo::options_schema")]
+    #[schemars(schema_with = "ratchet_api::oslo::options_schema")]
     pub options: BTreeMap<String, String>,
     /// Run this back end's cinder-volume as root, privileged, with privilege
     /// escalation allowed: what drivers that call rootwrap (`sudo

@@ -1,24 +1,35 @@
-//! The Cinder service on the shared controller: its configuration and the
-//! workloads it runs, in roll order (scheduler → every volume back end → backup
-//! → api).
+//! Cinder: its resource (v1beta1, stored, and the deprecated v1alpha1, with
+//! their conversion), its profile on the phase machine, and on the shared
+//! controller its configuration and the workloads it runs, in roll order
+//! (scheduler → every volume back end → backup → api).
 
 pub mod config;
+pub mod conversion;
 pub mod filters;
 pub mod model;
 pub mod paste;
+pub mod profile;
+pub mod resource;
+pub mod v1alpha1;
+pub mod v1beta1;
 
+pub use resource::{
+    BackupSpec, CONVERSION_PATH, DEFAULT_CONVERSION_SERVICE, V1ALPHA1_DEPRECATION_WARNING, crd,
+    crd_v1beta1_storage, example_manifest, example_v1alpha1,
+};
+
+use crate::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::crd::MergeError;
-use ratchet_api::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 use ratchet_release::Release;
 
-use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
-use crate::service::model::ServiceModel;
-use crate::service::status::{self, Stored};
-use crate::service::{Conversion, Example, OpenStackService};
-use crate::webhooks::validation::is_dns_label;
+use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
+use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::status::{self, Stored};
+use ratchet_operator::service::{Conversion, Example, OpenStackService};
+use ratchet_operator::webhooks::validation::is_dns_label;
 
 impl OpenStackService for Cinder {
     type Status = CinderStatus;
@@ -42,14 +53,14 @@ impl OpenStackService for Cinder {
     const DEFAULT_UID: i64 = 42407;
 
     fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
-        ratchet_api::cinder::crd()
+        crate::cinder::crd()
     }
 
     fn conversion() -> Option<Conversion> {
         Some(Conversion {
-            path: ratchet_api::cinder::CONVERSION_PATH,
+            path: crate::cinder::CONVERSION_PATH,
             convert: |object, desired| {
-                ratchet_api::cinder::conversion::convert(object, desired).map_err(|e| e.to_string())
+                crate::cinder::conversion::convert(object, desired).map_err(|e| e.to_string())
             },
         })
     }
@@ -58,7 +69,7 @@ impl OpenStackService for Cinder {
         let backends: Vec<String> = (1..=scale).map(|i| format!("backend{i}")).collect();
         let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
         Example {
-            manifest: ratchet_api::cinder::example_manifest(
+            manifest: crate::cinder::example_manifest(
                 name, release, repository, release, &backends,
             ),
             shape: format!("{scale} back end(s)"),
@@ -216,7 +227,7 @@ mod tests {
     use ratchet_phase_machine::{Observed, Outcome, decide};
 
     use super::*;
-    use crate::service::status::observed_spec;
+    use ratchet_operator::service::status::observed_spec;
 
     fn cinder(extra: serde_json::Value) -> Cinder {
         cinder_with(
@@ -295,7 +306,7 @@ mod tests {
         assert!(!of(condition::READY).status);
         // The webhook refuses with the same messages.
         assert_eq!(
-            crate::webhooks::validation::validate(&hostile, None),
+            ratchet_operator::webhooks::validation::validate(&hostile, None),
             refused
         );
 

@@ -1,18 +1,18 @@
 //! Cinder's model: the workloads it runs (and its profile on the shared phase
 //! machine, re-exported), in roll order (scheduler → every volume back end → backup → api).
 
-use ratchet_api::cinder::v1beta1::Cinder;
+use crate::cinder::v1beta1::Cinder;
 use ratchet_api::common::PodSecurity;
 
-pub use ratchet_phase_machine::profiles::cinder::{CONFIG_DIR, SERVICE, profile};
+pub use crate::cinder::profile::{CONFIG_DIR, SERVICE, profile};
 
 use super::{config, filters, paste};
-use crate::service::OpenStackService;
-use crate::service::model::{
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::model::{
     API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
 };
-use crate::service::readiness;
-use crate::service::secret_options;
+use ratchet_operator::service::readiness;
+use ratchet_operator::service::secret_options;
 
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
 pub const CONFIG_FILE: &str = "cinder.conf";
@@ -215,7 +215,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::service::render::{self, JobSpec, Owner, PodParams};
+    use ratchet_operator::service::render::{self, JobSpec, Owner, PodParams};
 
     fn cinder(spec: Value) -> Cinder {
         let mut manifest = json!({
@@ -418,7 +418,7 @@ mod tests {
             ]
         );
         // Admission refuses with the same messages.
-        let mut admitted = crate::webhooks::validation::validate(&conflicting, None);
+        let mut admitted = ratchet_operator::webhooks::validation::validate(&conflicting, None);
         admitted.sort();
         let mut expected = refused.clone();
         expected.sort();

@@ -1,19 +1,27 @@
-//! The Ironic service on the shared controller: conductors (a StatefulSet, for
-//! stable host names) roll before the API, pinned through
-//! `[DEFAULT] pin_release_version` during an upgrade's first roll.
+//! Ironic: its resource, its profile, and on the shared controller its
+//! conductors (a StatefulSet, for stable host names), which roll before the
+//! API, pinned through `[DEFAULT] pin_release_version` during an upgrade's
+//! first roll.
 
 pub mod config;
 pub mod model;
+pub mod profile;
+pub mod resource;
+pub mod v1alpha1;
 
-use ratchet_api::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
+pub use resource::example_manifest;
+
+use crate::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
-pub use ratchet_phase_machine::profiles::ironic::{CONFIG_DIR, SERVICE};
+pub use crate::ironic::profile::{CONFIG_DIR, SERVICE};
 
-use crate::service::ini::{DATABASE_CONNECTION, ManagedOption, PIN_RELEASE_VERSION, TRANSPORT_URL};
-use crate::service::model::ServiceModel;
-use crate::service::status::{self, Stored};
-use crate::service::{Example, OpenStackService};
+use ratchet_operator::service::ini::{
+    DATABASE_CONNECTION, ManagedOption, PIN_RELEASE_VERSION, TRANSPORT_URL,
+};
+use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::status::{self, Stored};
+use ratchet_operator::service::{Example, OpenStackService};
 
 impl OpenStackService for Ironic {
     type Status = IronicStatus;
@@ -33,13 +41,13 @@ impl OpenStackService for Ironic {
 
     fn example(name: &str, release: &str, repository: &str, _scale: usize) -> Example {
         Example {
-            manifest: ratchet_api::ironic::example_manifest(name, release, repository, release, 2),
+            manifest: crate::ironic::example_manifest(name, release, repository, release, 2),
             shape: "2 APIs and 2 conductors".into(),
         }
     }
 
     fn profile() -> Profile {
-        ratchet_phase_machine::profiles::ironic::profile()
+        crate::ironic::profile::profile()
     }
 
     fn spec_view(&self) -> SpecView {

@@ -1,8 +1,7 @@
-//! The Cinder resource, by API version, and the conversion between them.
+//! The Cinder resource across its API versions: the CRD serving both, the
+//! types both versions share, and example manifests.
 
-pub mod conversion;
-pub mod v1alpha1;
-pub mod v1beta1;
+use super::{conversion, v1alpha1, v1beta1};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,

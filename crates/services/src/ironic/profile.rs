@@ -7,7 +7,7 @@
 //! released *before* the data migrations; there is no way back once unpinning
 //! has started (no database downgrade).
 
-use crate::profile::{ExitReason, JobTemplate, Phase, Pin, Profile, Step};
+use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Pin, Profile, Step};
 
 pub const SERVICE: &str = "ironic";
 /// Where the rendered configuration is mounted; every command reads it from here.

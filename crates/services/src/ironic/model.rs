@@ -1,14 +1,16 @@
 //! Ironic's model: its workloads in roll order, conductors first, then the
 //! API, so a new API microversion is only exposed once conductors can serve it.
 
+use crate::ironic::v1alpha1::Ironic;
 use ratchet_api::common::PodSecurity;
-use ratchet_api::ironic::v1alpha1::Ironic;
 
 use super::{CONFIG_DIR, config};
-use crate::service::OpenStackService;
-use crate::service::model::{API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel};
-use crate::service::readiness::{self, OWN_HOSTNAME};
-use crate::service::secret_options;
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::model::{
+    API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
+};
+use ratchet_operator::service::readiness::{self, OWN_HOSTNAME};
+use ratchet_operator::service::secret_options;
 
 pub const CONFIG_FILE: &str = "ironic.conf";
 pub const API_PORT: i32 = 6385;
@@ -84,7 +86,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::service::render::{self, Owner, PodParams};
+    use ratchet_operator::service::render::{self, Owner, PodParams};
 
     #[test]
     fn every_ironic_pod_runs_as_ironic_and_reads_its_secret_options() {

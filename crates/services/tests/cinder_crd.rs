@@ -2,7 +2,7 @@
 
 #[test]
 fn release_pattern_and_cel_rules_are_in_the_schema() {
-    let crd = ratchet_api::cinder::crd().expect("the CRD builds");
+    let crd = ratchet_services::cinder::crd().expect("the CRD builds");
     let json = serde_json::to_value(&crd).expect("CRD serialises");
     let spec = &json["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     assert_eq!(
@@ -22,7 +22,7 @@ fn release_pattern_and_cel_rules_are_in_the_schema() {
 #[test]
 fn the_shipped_cinder_crd_converts_through_the_operator() {
     // That it stores v1beta1 is the operator registry's test, for every CRD.
-    let crd = ratchet_api::cinder::crd().expect("the CRD builds");
+    let crd = ratchet_services::cinder::crd().expect("the CRD builds");
     let conversion = crd.spec.conversion.as_ref().expect("conversion is set");
     assert_eq!(conversion.strategy, "Webhook");
     let webhook = conversion.webhook.as_ref().expect("webhook conversion");
@@ -34,10 +34,10 @@ fn the_shipped_cinder_crd_converts_through_the_operator() {
         .expect("a Service");
     assert_eq!(
         (service.namespace.as_str(), service.name.as_str()),
-        ratchet_api::cinder::DEFAULT_CONVERSION_SERVICE
+        ratchet_services::cinder::DEFAULT_CONVERSION_SERVICE
     );
     assert_eq!(
         service.path.as_deref(),
-        Some(ratchet_api::cinder::CONVERSION_PATH)
+        Some(ratchet_services::cinder::CONVERSION_PATH)
     );
 }

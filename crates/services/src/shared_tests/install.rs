@@ -1,0 +1,17 @@
+#[test]
+fn every_example_resource_finds_its_two_secrets() {
+    let secrets = ratchet_operator::install::example_secrets::<crate::Services>();
+    let named: Vec<(&str, &str)> = secrets
+        .iter()
+        .map(|(name, key, _)| (name.as_str(), key.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("cinder-db", "connection"),
+            ("cinder-mq", "transport_url"),
+            ("ironic-db", "connection"),
+            ("ironic-mq", "transport_url"),
+        ]
+    );
+}
