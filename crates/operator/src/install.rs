@@ -125,8 +125,9 @@ pub async fn ensure_example_secrets<R: Registry>(client: &Client, namespace: &st
     Ok(())
 }
 
-/// (Secret, key, placeholder) for the database and message bus of each
-/// service's example resource.
+/// (Secret, key, placeholder) for every Secret key each service's example
+/// resource refers to in its spec (`{ secretName, key }` fields): URLs for the
+/// database and message bus, a word for anything else (a password).
 pub fn example_secrets<R: Registry>() -> Vec<(String, String, String)> {
     struct Secrets;
     impl PerService for Secrets {
@@ -134,24 +135,21 @@ pub fn example_secrets<R: Registry>() -> Vec<(String, String, String)> {
         fn of<S: OpenStackService>(&self) -> Self::Item {
             let service = S::SERVICE;
             let example = S::example(service, "2026.1", "example", 1).manifest;
-            [
-                (
-                    "database",
-                    format!("mysql+pymysql://{service}:placeholder@db/{service}"),
-                ),
-                (
-                    "transport",
-                    format!("rabbit://{service}:placeholder@mq:5672/"),
-                ),
-            ]
-            .into_iter()
-            .filter_map(|(field, placeholder)| {
-                let reference = &example["spec"][field];
-                let name = reference["secretName"].as_str()?;
-                let key = reference["key"].as_str()?;
-                Some((name.into(), key.into(), placeholder))
-            })
-            .collect()
+            let Some(spec) = example["spec"].as_object() else {
+                return Vec::new();
+            };
+            spec.iter()
+                .filter_map(|(field, reference)| {
+                    let name = reference["secretName"].as_str()?;
+                    let key = reference["key"].as_str()?;
+                    let placeholder = match field.as_str() {
+                        "database" => format!("mysql+pymysql://{service}:placeholder@db/{service}"),
+                        "transport" => format!("rabbit://{service}:placeholder@mq:5672/"),
+                        _ => "placeholder".to_string(),
+                    };
+                    Some((name.into(), key.into(), placeholder))
+                })
+                .collect()
         }
     }
     R::map(&Secrets).into_iter().flatten().collect()

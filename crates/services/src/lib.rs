@@ -7,6 +7,7 @@
 
 pub mod cinder;
 pub mod ironic;
+pub mod keystone;
 #[cfg(test)]
 mod shared_tests;
 pub mod testing;
@@ -21,6 +22,7 @@ impl Registry for Services {
     fn visit_all<V: ServiceVisitor>(visitor: &mut V) {
         visitor.visit::<cinder::v1beta1::Cinder>();
         visitor.visit::<ironic::v1alpha1::Ironic>();
+        visitor.visit::<keystone::v1alpha1::Keystone>();
     }
 }
 
@@ -57,7 +59,8 @@ mod tests {
             expected,
             [
                 "cinders.cinder.openstack.c5c3.io",
-                "ironics.ironic.openstack.c5c3.io"
+                "ironics.ironic.openstack.c5c3.io",
+                "keystones.keystone.openstack.c5c3.io"
             ]
         );
         for (crd, service) in crds.iter().zip(services()) {
@@ -133,6 +136,7 @@ mod tests {
         }
         assert_eq!(with_service("cinder", Kind).as_deref(), Some("Cinder"));
         assert_eq!(with_service("ironic", Kind).as_deref(), Some("Ironic"));
+        assert_eq!(with_service("keystone", Kind).as_deref(), Some("Keystone"));
         assert_eq!(with_service("Cinder", Kind), None);
         assert_eq!(with_service("nova", Kind), None);
     }

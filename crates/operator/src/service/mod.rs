@@ -6,6 +6,7 @@
 
 mod caches;
 pub mod ini;
+mod key_secrets;
 pub mod model;
 mod observe;
 pub mod plan;

@@ -24,6 +24,24 @@ pub struct SecretEnv {
     pub source: SecretKeyRef,
 }
 
+/// A Secret of keys Ratchet creates once, when it is absent, and never
+/// rewrites (a service's own keys, e.g. Keystone's fernet keys, which every
+/// replica must share): mounted read-only at `mount_path` in every pod and Job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeySecret {
+    pub secret_name: String,
+    pub mount_path: &'static str,
+    /// Its keys (file names), each created holding [`new_key`].
+    pub keys: Vec<&'static str>,
+}
+
+/// A fresh key: 32 random bytes, URL-safe base64 (Fernet's key format).
+pub fn new_key() -> String {
+    use base64::Engine;
+    let bytes: [u8; 32] = rand::random();
+    base64::engine::general_purpose::URL_SAFE.encode(bytes)
+}
+
 /// How a workload runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkloadKind {
@@ -106,6 +124,10 @@ pub struct ServiceModel {
     pub state_dir: &'static str,
     /// The database and message bus URLs.
     pub secrets: Vec<SecretEnv>,
+    /// Plain environment of every pod and Job (a workload adds its own).
+    pub env: Vec<(String, String)>,
+    /// Secrets of keys Ratchet creates when absent, mounted everywhere.
+    pub key_secrets: Vec<KeySecret>,
     /// Options set from Secrets (`spec.secretOptions`), by variable name.
     pub secret_options: Vec<SecretEnv>,
     /// The user and groups its pods run as (unless privileged).

@@ -4,10 +4,11 @@ Shipped in the service's ConfigMap (the image is the service's own, so the
 only runtime it is sure to have is the service's Python). Exit 0 means ready;
 anything else, with a one-line reason on stderr, means not ready.
 
-  http <port> <path>
-      The API answers <path> on localhost without a server error. 401/403
-      count as serving: a pipeline that authenticates is up; one that cannot
-      (a broken auth configuration) answers 500.
+  http <port> <path> [<json-body>]
+      The API answers <path> on localhost without a server error (a GET, or
+      with a body a POST of it). 401/403 count as serving: a pipeline that
+      authenticates is up; one that cannot (a broken auth configuration, or a
+      database it cannot reach to look a user up) answers 500.
   heartbeat <table> <max-age-seconds> <column>=<value>...
       A row of <table> matching every <column>=<value> was written (its
       updated_at, else created_at, in UTC) after this container started and
@@ -32,15 +33,17 @@ def fail(reason):
     sys.exit(1)
 
 
-def check_http(port, path):
+def check_http(port, path, body=None):
+    method = "GET" if body is None else "POST"
+    headers = {} if body is None else {"Content-Type": "application/json"}
     connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=5)
     try:
-        connection.request("GET", path)
+        connection.request(method, path, body=body, headers=headers)
         status = connection.getresponse().status
     except OSError as error:
-        fail("GET %s: %s" % (path, error))
+        fail("%s %s: %s" % (method, path, error))
     if status >= 500:
-        fail("GET %s answered %d" % (path, status))
+        fail("%s %s answered %d" % (method, path, status))
 
 
 def container_started_at():
@@ -89,8 +92,8 @@ def check_heartbeat(table, max_age, filters):
 
 
 def main(argv):
-    if len(argv) == 3 and argv[0] == "http":
-        check_http(argv[1], argv[2])
+    if len(argv) in (3, 4) and argv[0] == "http":
+        check_http(*argv[1:])
     elif len(argv) >= 4 and argv[0] == "heartbeat":
         check_heartbeat(argv[1], argv[2], argv[3:])
     else:

@@ -32,6 +32,24 @@ pub fn api(config_dir: &str, port: i32, path: &str) -> Readiness {
     }
 }
 
+/// The API answers a POST of `body` (JSON) to `path` on `port` without a
+/// server error: for a check that must reach the service's database (e.g.
+/// authenticating a user that does not exist: 401 when the lookup worked).
+pub fn api_post(config_dir: &str, port: i32, path: &str, body: &str) -> Readiness {
+    Readiness {
+        command: command(
+            config_dir,
+            [
+                "http".to_string(),
+                port.to_string(),
+                path.to_string(),
+                body.to_string(),
+            ],
+        ),
+        period_seconds: 5,
+    }
+}
+
 /// A filter value standing for the container's host name (the pod's name).
 pub const OWN_HOSTNAME: &str = "@hostname";
 
@@ -67,21 +85,25 @@ mod tests {
 
     use super::*;
 
-    /// Runs the script's HTTP check against a one-shot local server answering
-    /// `status` (or against a closed port): exit status and stderr.
-    fn http_check(status: Option<u16>) -> (bool, String) {
+    /// Runs the script's HTTP check (a POST of `body` when given) against a
+    /// one-shot local server answering `status` (or against a closed port):
+    /// exit status, stderr, and the request line the server read.
+    fn http_check(status: Option<u16>, body: Option<&str>) -> (bool, String, String) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("address").port();
         let server = status.map(|status| {
             std::thread::spawn(move || {
-                if let Ok((mut stream, _)) = listener.accept() {
-                    let mut request = [0u8; 1024];
-                    let _ = stream.read(&mut request);
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 {status} Status\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    );
-                }
+                let Ok((mut stream, _)) = listener.accept() else {
+                    return String::new();
+                };
+                let mut request = [0u8; 1024];
+                let read = stream.read(&mut request).unwrap_or(0);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} Status\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let request = String::from_utf8_lossy(&request[..read]).into_owned();
+                request.lines().next().unwrap_or_default().to_string()
             })
         });
         let dir = std::env::temp_dir().join(format!("ratchet-readiness-{port}"));
@@ -92,27 +114,44 @@ mod tests {
         let output = Command::new("/usr/bin/python3.11")
             .arg(&script)
             .args(["http", &port.to_string(), "/v3/"])
+            .args(body)
             .output()
             .expect("python3.11 runs");
-        if let Some(server) = server {
-            let _ = server.join();
-        }
+        let request_line = server
+            .map(|server| server.join().unwrap_or_default())
+            .unwrap_or_default();
         let _ = std::fs::remove_dir_all(&dir);
         (
             output.status.success(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
+            request_line,
         )
     }
 
     #[test]
     fn the_api_check_passes_an_answer_without_a_server_error_only() {
-        assert_eq!(http_check(Some(200)), (true, String::new()));
+        let get = "GET /v3/ HTTP/1.1".to_string();
+        assert_eq!(
+            http_check(Some(200), None),
+            (true, String::new(), get.clone())
+        );
         // An API whose pipeline authenticates is serving.
-        assert_eq!(http_check(Some(401)), (true, String::new()));
-        let (ready, why) = http_check(Some(500));
+        assert_eq!(http_check(Some(401), None), (true, String::new(), get));
+        let (ready, why, _) = http_check(Some(500), None);
         assert!(!ready && why.contains("GET /v3/ answered 500"), "{why}");
-        let (ready, why) = http_check(None);
+        let (ready, why, _) = http_check(None, None);
         assert!(!ready && why.starts_with("not ready: GET /v3/:"), "{why}");
+    }
+
+    #[test]
+    fn with_a_body_the_api_check_posts_it() {
+        let post = "POST /v3/ HTTP/1.1".to_string();
+        assert_eq!(
+            http_check(Some(401), Some("{}")),
+            (true, String::new(), post)
+        );
+        let (ready, why, _) = http_check(Some(500), Some("{}"));
+        assert!(!ready && why.contains("POST /v3/ answered 500"), "{why}");
     }
 
     /// Runs the script's heartbeat check with the Cinder image's Python (it

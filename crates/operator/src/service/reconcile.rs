@@ -19,6 +19,7 @@ use ratchet_phase_machine::{
 
 use super::OpenStackService;
 use super::caches::{Caches, named};
+use super::key_secrets;
 use super::model::{ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
 use super::render::{self, Owner, PodParams};
@@ -99,14 +100,15 @@ impl<S: OpenStackService> Pass<S> {
             .map(|files| render::config_map(&owner, &files))
             .transpose()?;
         let profile = &self.profile;
-        // The ConfigMap is applied (when it changed) while the Secrets are
-        // checked: both finish before any Job or workload that mounts it is created.
+        // The ConfigMap is applied (when it changed) and absent key Secrets are
+        // created while the Secrets are checked: all finish before any Job or
+        // workload that mounts them is created.
         let (_, (observed, children)) = tokio::try_join!(
             async {
-                match &config_map {
-                    Some(config_map) => self.apply_config_map(&ctx, &owner, config_map).await,
-                    None => Ok(()),
+                if let Some(config_map) = &config_map {
+                    self.apply_config_map(&ctx, &owner, config_map).await?;
                 }
+                key_secrets::ensure(&ctx, &owner, &model).await
             },
             observe(
                 &ctx,

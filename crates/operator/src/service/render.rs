@@ -5,13 +5,15 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use ratchet_phase_machine::hash::content_hash;
 use serde_json::{Value, json};
 
-use super::model::{ENV_PIN_RELEASE_VERSION, ServiceModel, WorkloadKind, WorkloadModel};
+use super::model::{
+    ENV_PIN_RELEASE_VERSION, KeySecret, ServiceModel, WorkloadKind, WorkloadModel, new_key,
+};
 use crate::error::{Error, Result};
 use crate::labels;
 
@@ -124,16 +126,36 @@ fn pod_security(model: &ServiceModel, privileged: bool) -> Value {
     })
 }
 
-fn secret_env(model: &ServiceModel) -> Vec<Value> {
-    model
-        .all_secrets()
-        .map(|s| {
-            json!({
-                "name": s.env,
-                "valueFrom": { "secretKeyRef": { "name": s.source.secret_name, "key": s.source.key } },
-            })
+/// The environment every pod and Job of the model gets: variables from
+/// Secret keys, then the model's plain ones.
+fn model_env(model: &ServiceModel) -> Vec<Value> {
+    let secrets = model.all_secrets().map(|s| {
+        json!({
+            "name": s.env,
+            "valueFrom": { "secretKeyRef": { "name": s.source.secret_name, "key": s.source.key } },
         })
-        .collect()
+    });
+    let plain = model
+        .env
+        .iter()
+        .map(|(name, value)| json!({ "name": name, "value": value }));
+    secrets.chain(plain).collect()
+}
+
+/// Owner-only and group-readable (the pod's fsGroup): keys are read by the
+/// service's user, nobody else.
+const KEY_FILE_MODE: i32 = 0o440;
+
+/// A key Secret as first created: a fresh key in each of its keys.
+pub fn key_secret(owner: &Owner, secret: &KeySecret) -> Result<Secret> {
+    let data: BTreeMap<&str, String> = secret.keys.iter().map(|k| (*k, new_key())).collect();
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": owner.metadata(&secret.secret_name, "keys", BTreeMap::new()),
+        "type": "Opaque",
+        "stringData": data,
+    }))?)
 }
 
 fn pod_spec(
@@ -151,6 +173,9 @@ fn pod_spec(
         (0..model.scratch_dirs.len())
             .map(|i| json!({ "name": format!("scratch-{i}"), "emptyDir": {} })),
     );
+    volumes.extend(model.key_secrets.iter().enumerate().map(|(i, s)| {
+        json!({ "name": format!("keys-{i}"), "secret": { "secretName": s.secret_name, "defaultMode": KEY_FILE_MODE } })
+    }));
     json!({
         "restartPolicy": restart_policy,
         "enableServiceLinks": false,
@@ -173,6 +198,9 @@ fn mounts(model: &ServiceModel) -> Value {
             .enumerate()
             .map(|(i, path)| json!({ "name": format!("scratch-{i}"), "mountPath": path })),
     );
+    mounts.extend(model.key_secrets.iter().enumerate().map(|(i, s)| {
+        json!({ "name": format!("keys-{i}"), "mountPath": s.mount_path, "readOnly": true })
+    }));
     Value::Array(mounts)
 }
 
@@ -199,7 +227,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
         "name": suffix,
         "image": image,
         "command": command,
-        "env": secret_env(model),
+        "env": model_env(model),
         "volumeMounts": mounts(model),
         "securityContext": restricted_container_security(),
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -247,7 +275,7 @@ pub fn workload(
     workload: &WorkloadModel,
     params: &PodParams,
 ) -> Result<Value> {
-    let mut env = secret_env(model);
+    let mut env = model_env(model);
     env.extend(
         workload
             .env

@@ -201,6 +201,8 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         state_dir: "/var/lib/cinder",
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
+        env: Vec::new(),
+        key_secrets: Vec::new(),
         identity: PodSecurity::identity(cinder.spec.security_context.as_ref(), Cinder::DEFAULT_UID),
         workloads: roles(cinder)
             .iter()

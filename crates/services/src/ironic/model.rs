@@ -33,6 +33,8 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         state_dir: "/var/lib/ironic",
         secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport),
         secret_options: secret_options::environment(&spec.secret_options),
+        env: Vec::new(),
+        key_secrets: Vec::new(),
         identity: PodSecurity::identity(spec.security_context.as_ref(), Ironic::DEFAULT_UID),
         workloads: vec![
             // Conductors register their host names in the database: stable

@@ -1,5 +1,5 @@
 #[test]
-fn every_example_resource_finds_its_two_secrets() {
+fn every_example_resource_finds_its_secrets() {
     let secrets = ratchet_operator::install::example_secrets::<crate::Services>();
     let named: Vec<(&str, &str)> = secrets
         .iter()
@@ -12,6 +12,8 @@ fn every_example_resource_finds_its_two_secrets() {
             ("cinder-mq", "transport_url"),
             ("ironic-db", "connection"),
             ("ironic-mq", "transport_url"),
+            ("keystone-admin", "password"),
+            ("keystone-db", "connection"),
         ]
     );
 }
