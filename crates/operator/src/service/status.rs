@@ -28,6 +28,21 @@ pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
 /// The field every service's extra configuration is in.
 pub const EXTRA_CONFIG: &str = "spec.extraConfig";
 
+/// What no service's renderer writes: `extraConfig` text oslo.config would
+/// read otherwise than written ([`unsafe_entries`]), and options set from
+/// Secrets that have no variable of their own or that `extraConfig` sets too.
+pub fn config_refusals<S: super::OpenStackService>(
+    extra_config: &Sections,
+    secret_options: &[SecretOption],
+) -> Vec<String> {
+    let mut refused = unsafe_entries(EXTRA_CONFIG, extra_config);
+    refused.extend(secret_options::violations::<S>(
+        secret_options,
+        extra_config,
+    ));
+    refused
+}
+
 /// The spec as the machine sees it: every service has a release, an image,
 /// extra configuration, which may not name the options Ratchet sets itself nor
 /// hold text oslo.config would read otherwise than written
@@ -46,11 +61,7 @@ pub fn spec_view<S: super::OpenStackService>(
         image_layout,
         invalid_config: managed_option_violations(extra_config, S::MANAGED_OPTIONS)
             .into_iter()
-            .chain(unsafe_entries(EXTRA_CONFIG, extra_config))
-            .chain(secret_options::violations::<S>(
-                secret_options,
-                extra_config,
-            ))
+            .chain(config_refusals::<S>(extra_config, secret_options))
             .collect(),
         generation: generation.unwrap_or_default(),
         release: release.to_string(),

@@ -12,7 +12,7 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
 use ratchet_operator::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
 use ratchet_operator::service::secret_options;
-use ratchet_operator::service::status::EXTRA_CONFIG;
+use ratchet_operator::service::status::config_refusals;
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
@@ -101,13 +101,9 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
 /// oslo.config would read otherwise than written. Nothing is rendered then, not
 /// even the entries that are fine.
 pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, Vec<String>> {
-    let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
+    let mut refused = config_refusals::<Cinder>(&spec.extra_config, &spec.secret_options);
     refused.extend(backend_violations(spec));
     refused.extend(backup_violations(spec));
-    refused.extend(secret_options::violations::<Cinder>(
-        &spec.secret_options,
-        &spec.extra_config,
-    ));
     if !refused.is_empty() {
         return Err(refused);
     }

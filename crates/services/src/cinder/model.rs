@@ -415,8 +415,8 @@ mod tests {
         assert_eq!(
             refused,
             [
-                "spec.volumeBackends[\"lvm\"].options[\"volume_driver\"]: set by spec.secretOptions[\"lvm\"][\"volume_driver\"] (Secret \"lvm\", key \"driver\"); remove it from the back end's options",
                 "spec.extraConfig.keystone_authtoken.password: set by spec.secretOptions[\"keystone_authtoken\"][\"password\"] (Secret \"ks\", key \"password\"); remove it from extraConfig",
+                "spec.volumeBackends[\"lvm\"].options[\"volume_driver\"]: set by spec.secretOptions[\"lvm\"][\"volume_driver\"] (Secret \"lvm\", key \"driver\"); remove it from the back end's options",
             ]
         );
         // Admission refuses with the same messages.

@@ -10,8 +10,8 @@ use ratchet_operator::service::ini::{self, ManagedOption, Sections};
 use ratchet_operator::service::model::{
     ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL,
 };
-use ratchet_operator::service::secret_options;
-use ratchet_operator::service::status::EXTRA_CONFIG;
+
+use ratchet_operator::service::status::config_refusals;
 
 /// Where conductors write the boot files they serve over HTTP (iPXE's
 /// `boot.ipxe` is written there when the driver loads, into a directory that
@@ -68,11 +68,7 @@ pub const ENV_API_HASH_RING_RESET_INTERVAL: &str = "OS_DEFAULT__HASH_RING_RESET_
 /// The file, or why it cannot be written: the entries of `extraConfig` that
 /// oslo.config would read otherwise than written (nothing is rendered then).
 pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, Vec<String>> {
-    let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
-    refused.extend(secret_options::violations::<Ironic>(
-        &spec.secret_options,
-        &spec.extra_config,
-    ));
+    let refused = config_refusals::<Ironic>(&spec.extra_config, &spec.secret_options);
     if !refused.is_empty() {
         return Err(refused);
     }

@@ -7,8 +7,7 @@ use crate::keystone::v1alpha1::{Keystone, KeystoneSpec};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
 use ratchet_operator::service::model::ENV_DATABASE_CONNECTION;
-use ratchet_operator::service::secret_options;
-use ratchet_operator::service::status::EXTRA_CONFIG;
+use ratchet_operator::service::status::config_refusals;
 
 /// Where the keys are mounted: Keystone's own defaults, which
 /// `keystone-status upgrade check` assumes whatever the file says.
@@ -34,11 +33,7 @@ pub const CREDENTIAL_KEYS_OPTION: ManagedOption = ManagedOption {
 /// The file, or why it cannot be written: the entries of `extraConfig` that
 /// oslo.config would read otherwise than written (nothing is rendered then).
 pub fn render(namespace: &str, name: &str, spec: &KeystoneSpec) -> Result<String, Vec<String>> {
-    let mut refused = ini::unsafe_entries(EXTRA_CONFIG, &spec.extra_config);
-    refused.extend(secret_options::violations::<Keystone>(
-        &spec.secret_options,
-        &spec.extra_config,
-    ));
+    let refused = config_refusals::<Keystone>(&spec.extra_config, &spec.secret_options);
     if !refused.is_empty() {
         return Err(refused);
     }
