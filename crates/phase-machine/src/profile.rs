@@ -79,6 +79,21 @@ pub struct Phase {
     pub abort_caution: Option<&'static str>,
 }
 
+impl Phase {
+    /// Seed 000's `RollingUpdate`: every workload rolls to the target image in
+    /// roll order, unpinned, and the upgrade can still be aborted.
+    pub fn rolling_update() -> Phase {
+        Phase {
+            name: "RollingUpdate",
+            in_progress_reason: "UpgradeRollingUpdate",
+            complete_event: Some("DeploymentRolloutComplete"),
+            step: Step::Roll { pin: Pin::None },
+            abortable: true,
+            abort_caution: None,
+        }
+    }
+}
+
 /// A service's profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {

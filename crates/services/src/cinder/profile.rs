@@ -3,7 +3,7 @@
 //! contract (online data migrations); the installed release is promoted after
 //! contract and the automatic RPC pins are released by the second roll.
 
-use ratchet_phase_machine::{JobTemplate, Phase, Pin, Profile, Step};
+use ratchet_phase_machine::{JobTemplate, Phase, Profile, Step};
 
 pub const SERVICE: &str = "cinder";
 /// Where the rendered configuration is mounted; every command reads it from here.
@@ -65,14 +65,7 @@ pub fn profile() -> Profile {
                 abortable: true,
                 abort_caution: None,
             },
-            Phase {
-                name: "RollingUpdate",
-                in_progress_reason: "UpgradeRollingUpdate",
-                complete_event: Some("DeploymentRolloutComplete"),
-                step: Step::Roll { pin: Pin::None },
-                abortable: true,
-                abort_caution: None,
-            },
+            Phase::rolling_update(),
             Phase {
                 name: "Contracting",
                 in_progress_reason: "ContractInProgress",

@@ -4,7 +4,7 @@
 //! Each phase Job then asks `db_sync --check` whether the schema is where the
 //! phase should have left it, and fails with a reason of its own when not.
 
-use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Pin, Profile, Step};
+use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Profile, Step};
 
 pub const SERVICE: &str = "keystone";
 /// Where the rendered configuration is mounted; every command reads it from
@@ -99,14 +99,7 @@ pub fn profile() -> Profile {
                 abortable: true,
                 abort_caution: None,
             },
-            Phase {
-                name: "RollingUpdate",
-                in_progress_reason: "UpgradeRollingUpdate",
-                complete_event: Some("DeploymentRolloutComplete"),
-                step: Step::Roll { pin: Pin::None },
-                abortable: true,
-                abort_caution: None,
-            },
+            Phase::rolling_update(),
             Phase {
                 name: "Contracting",
                 in_progress_reason: "ContractInProgress",
