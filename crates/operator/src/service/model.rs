@@ -124,6 +124,9 @@ pub struct ServiceModel {
     pub state_dir: &'static str,
     /// The database and message bus URLs.
     pub secrets: Vec<SecretEnv>,
+    /// Variables from Secret keys that only the Jobs get: what no
+    /// long-running process needs (Keystone's bootstrap password).
+    pub job_secrets: Vec<SecretEnv>,
     /// Plain environment of every pod and Job (a workload adds its own).
     pub env: Vec<(String, String)>,
     /// Secrets of keys Ratchet creates when absent, mounted everywhere.
@@ -164,8 +167,13 @@ impl ServiceModel {
         self.workloads.iter().find(|w| w.name == name)
     }
 
-    /// Every variable filled from a Secret key.
+    /// Every variable filled from a Secret key, in a pod or a Job.
     pub fn all_secrets(&self) -> impl Iterator<Item = &SecretEnv> {
+        self.pod_secrets().chain(&self.job_secrets)
+    }
+
+    /// The variables filled from Secret keys that every pod and Job gets.
+    pub fn pod_secrets(&self) -> impl Iterator<Item = &SecretEnv> {
         self.secrets.iter().chain(&self.secret_options)
     }
 

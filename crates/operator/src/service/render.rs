@@ -12,7 +12,8 @@ use ratchet_phase_machine::hash::content_hash;
 use serde_json::{Value, json};
 
 use super::model::{
-    ENV_PIN_RELEASE_VERSION, KeySecret, ServiceModel, WorkloadKind, WorkloadModel, new_key,
+    ENV_PIN_RELEASE_VERSION, KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel,
+    new_key,
 };
 use crate::error::{Error, Result};
 use crate::labels;
@@ -129,17 +130,18 @@ fn pod_security(model: &ServiceModel, privileged: bool) -> Value {
 /// The environment every pod and Job of the model gets: variables from
 /// Secret keys, then the model's plain ones.
 fn model_env(model: &ServiceModel) -> Vec<Value> {
-    let secrets = model.all_secrets().map(|s| {
-        json!({
-            "name": s.env,
-            "valueFrom": { "secretKeyRef": { "name": s.source.secret_name, "key": s.source.key } },
-        })
-    });
     let plain = model
         .env
         .iter()
         .map(|(name, value)| json!({ "name": name, "value": value }));
-    secrets.chain(plain).collect()
+    model.pod_secrets().map(secret_env).chain(plain).collect()
+}
+
+fn secret_env(secret: &SecretEnv) -> Value {
+    json!({
+        "name": secret.env,
+        "valueFrom": { "secretKeyRef": { "name": secret.source.secret_name, "key": secret.source.key } },
+    })
 }
 
 /// Owner-only and group-readable (the pod's fsGroup): keys are read by the
@@ -227,7 +229,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
         "name": suffix,
         "image": image,
         "command": command,
-        "env": model_env(model),
+        "env": model_env(model).into_iter().chain(model.job_secrets.iter().map(secret_env)).collect::<Vec<_>>(),
         "volumeMounts": mounts(model),
         "securityContext": restricted_container_security(),
         "terminationMessagePolicy": "FallbackToLogsOnError",

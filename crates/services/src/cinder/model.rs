@@ -200,6 +200,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         scratch_dirs: Vec::new(),
         state_dir: "/var/lib/cinder",
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
+        job_secrets: Vec::new(),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
         env: Vec::new(),
         key_secrets: Vec::new(),

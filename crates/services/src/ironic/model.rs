@@ -32,6 +32,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         scratch_dirs: vec![config::HTTP_ROOT, config::TFTP_ROOT],
         state_dir: "/var/lib/ironic",
         secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport),
+        job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         env: Vec::new(),
         key_secrets: Vec::new(),

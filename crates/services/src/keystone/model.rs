@@ -3,7 +3,7 @@
 //! credential keys every replica must share mounted from Secrets Ratchet
 //! creates once.
 
-use ratchet_api::common::{PodSecurity, SecretKeyRef};
+use ratchet_api::common::PodSecurity;
 
 use super::config::{self, CREDENTIAL_KEYS, FERNET_KEYS};
 use super::profile::CONFIG_DIR;
@@ -84,7 +84,15 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
         support_files: vec![readiness::script()],
         scratch_dirs: Vec::new(),
         state_dir: "/var/lib/keystone",
-        secrets: secrets(&spec.database, &spec.admin_password),
+        secrets: vec![SecretEnv {
+            env: ENV_DATABASE_CONNECTION.to_string(),
+            source: spec.database.clone(),
+        }],
+        // Only `keystone-manage bootstrap` (the sync Job) reads the password.
+        job_secrets: vec![SecretEnv {
+            env: "OS_BOOTSTRAP_PASSWORD".to_string(),
+            source: spec.admin_password.clone(),
+        }],
         secret_options: secret_options::environment(&spec.secret_options),
         env: bootstrap_env(keystone, name, namespace),
         key_secrets: vec![
@@ -120,21 +128,6 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
     }
 }
 
-/// The database URL and the bootstrap password (read by `keystone-manage
-/// bootstrap` from `OS_BOOTSTRAP_PASSWORD`).
-fn secrets(database: &SecretKeyRef, admin_password: &SecretKeyRef) -> Vec<SecretEnv> {
-    vec![
-        SecretEnv {
-            env: ENV_DATABASE_CONNECTION.to_string(),
-            source: database.clone(),
-        },
-        SecretEnv {
-            env: "OS_BOOTSTRAP_PASSWORD".to_string(),
-            source: admin_password.clone(),
-        },
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -155,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn every_pod_and_job_mounts_the_keys_and_the_api_reads_its_config_dir() {
+    fn every_pod_and_job_mounts_the_keys_and_only_the_jobs_get_the_admin_password() {
         let keystone = keystone();
         let owner = Owner::of(crate::keystone::SERVICE, &keystone).expect("owner");
         let model = model(&keystone, "k");
@@ -213,9 +206,23 @@ mod tests {
                 "value": "http://k.ns.svc:5000/v3" })),
                 "{env:?}"
             );
-            assert!(env.contains(&json!({ "name": "OS_BOOTSTRAP_PASSWORD",
-                "valueFrom": { "secretKeyRef": { "name": "keystone-admin", "key": "password" } } })));
         }
+        // The admin password is the sync Job's alone.
+        let password = json!({ "name": "OS_BOOTSTRAP_PASSWORD",
+            "valueFrom": { "secretKeyRef": { "name": "keystone-admin", "key": "password" } } });
+        let env_of = |pod: &serde_json::Value| {
+            pod["containers"][0]["env"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert!(env_of(&job["spec"]["template"]["spec"]).contains(&password));
+        assert!(
+            !env_of(&api["spec"]["template"]["spec"])
+                .iter()
+                .any(|e| e["name"] == "OS_BOOTSTRAP_PASSWORD"),
+            "no API pod carries the admin password"
+        );
         let secret = render::key_secret(&owner, &model.key_secrets[0]).expect("renders");
         let keys = secret.string_data.expect("keys");
         assert_eq!(keys.keys().collect::<Vec<_>>(), ["0", "1"]);

@@ -5,6 +5,7 @@
 
 pub mod cinder;
 pub mod ironic;
+pub mod keystone;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -216,15 +217,28 @@ async fn exchange(
     what: &str,
     expect: u16,
 ) -> std::result::Result<serde_json::Value, String> {
+    exchange_with_headers(request, what, expect)
+        .await
+        .map(|(_, body)| body)
+}
+
+/// [`exchange`], with the response's headers too (a Keystone token is one).
+async fn exchange_with_headers(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    expect: u16,
+) -> std::result::Result<(reqwest::header::HeaderMap, serde_json::Value), String> {
     let response = request
         .header("Accept", "application/json")
         .send()
         .await
         .map_err(|e| format!("{what}: {e}"))?;
     let status = response.status().as_u16();
+    let headers = response.headers().clone();
     let text = response.text().await.unwrap_or_default();
     if status == expect {
-        Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+        let body = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Ok((headers, body))
     } else {
         let text: String = text.chars().take(300).collect();
         Err(format!("{what}: {status} {text}"))

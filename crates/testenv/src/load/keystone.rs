@@ -1,0 +1,218 @@
+//! A client that keeps using a Keystone API while it upgrades: it issues a
+//! token as the bootstrap admin every round, validates one issued earlier
+//! (tokens issued by the old release must stay valid on the new one), lists
+//! projects, and now and then creates one, through the API Service's ready
+//! endpoints, from a client network namespace. Any transport error or
+//! unexpected status is a failure; nothing is retried to hide one.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::{
+    Endpoints, RunningLoad, SharedTally, exchange_with_headers, http_client, start_load, tallied,
+};
+use crate::error::Result;
+use crate::shared::ClientNetns;
+
+/// Every how many rounds a project is created.
+const CREATE_EVERY: u64 = 5;
+
+/// A token the client was issued, and when.
+#[derive(Clone, Debug)]
+pub struct IssuedToken {
+    pub at: SystemTime,
+    pub token: String,
+}
+
+/// What became of what the client made.
+#[derive(Clone, Debug, Default)]
+pub struct KeystoneLoadOutcome {
+    /// Every token issued, in order.
+    pub issued: Vec<IssuedToken>,
+    /// Issued tokens that did not validate once the load stopped, with when
+    /// each was issued and what the API said.
+    pub invalid_after: Vec<String>,
+    /// Ids of the projects the client created (acknowledged with 201).
+    pub created_projects: BTreeSet<String>,
+    /// Ids of every project listed once the load stopped.
+    pub listed_projects: BTreeSet<String>,
+}
+
+/// Options of the load.
+#[derive(Clone, Debug)]
+pub struct KeystoneLoadOptions {
+    /// The password of the bootstrap admin (user and project `admin`).
+    pub admin_password: String,
+    /// Pause between rounds.
+    pub pause: Duration,
+}
+
+/// The running client; stopping it ends the rounds, validates every token it
+/// was issued once more and lists the projects.
+pub type KeystoneLoad = RunningLoad<KeystoneLoadOutcome>;
+
+/// Starts the client in `netns` against the Service `service` (port `api`).
+pub async fn start(
+    client: &kube::Client,
+    netns: &ClientNetns,
+    namespace: &str,
+    service: &str,
+    options: KeystoneLoadOptions,
+) -> Result<KeystoneLoad> {
+    let http = http_client()?;
+    start_load(
+        client,
+        netns,
+        namespace,
+        service,
+        |endpoints, tally, stop| {
+            Worker {
+                http,
+                endpoints,
+                tally,
+                outcome: KeystoneLoadOutcome::default(),
+            }
+            .run(options, stop)
+        },
+    )
+    .await
+}
+
+struct Worker {
+    http: reqwest::Client,
+    endpoints: Endpoints,
+    tally: SharedTally,
+    outcome: KeystoneLoadOutcome,
+}
+
+impl Worker {
+    /// One tallied request to `/v3<path>` with `headers`: the response's
+    /// headers and body, if it answered `expect`.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+        expect: u16,
+    ) -> Option<(reqwest::header::HeaderMap, Value)> {
+        tallied(&self.tally, async {
+            let endpoint = self
+                .endpoints
+                .pick()
+                .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
+            let mut request = self
+                .http
+                .request(method.clone(), format!("http://{endpoint}/v3{path}"));
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            exchange_with_headers(request, &format!("{method} {path} via {endpoint}"), expect).await
+        })
+        .await
+    }
+
+    /// A project-scoped token for the admin, recorded as issued.
+    async fn issue(&mut self, password: &str) -> Option<String> {
+        let body = json!({ "auth": {
+            "identity": { "methods": ["password"], "password": { "user": {
+                "name": "admin", "domain": { "id": "default" }, "password": password } } },
+            "scope": { "project": { "name": "admin", "domain": { "id": "default" } } },
+        } });
+        let (headers, _) = self
+            .call(Method::POST, "/auth/tokens", &[], Some(body), 201)
+            .await?;
+        let token = headers.get("X-Subject-Token")?.to_str().ok()?.to_string();
+        self.outcome.issued.push(IssuedToken {
+            at: SystemTime::now(),
+            token: token.clone(),
+        });
+        Some(token)
+    }
+
+    /// Validates `subject` with `auth`; what the API said when it did not.
+    async fn validate(&self, auth: &str, subject: &str) -> std::result::Result<(), String> {
+        let headers = [("X-Auth-Token", auth), ("X-Subject-Token", subject)];
+        match self
+            .call(Method::GET, "/auth/tokens", &headers, None, 200)
+            .await
+        {
+            Some(_) => Ok(()),
+            None => Err(self.last_failure()),
+        }
+    }
+
+    fn last_failure(&self) -> String {
+        self.tally
+            .lock()
+            .ok()
+            .and_then(|t| t.records.last().and_then(|r| r.failure.clone()))
+            .unwrap_or_default()
+    }
+
+    async fn round(&mut self, round: u64, password: &str) {
+        let Some(token) = self.issue(password).await else {
+            return;
+        };
+        let earlier = self.outcome.issued[round as usize % self.outcome.issued.len()]
+            .token
+            .clone();
+        let _ = self.validate(&token, &earlier).await;
+        let auth = [("X-Auth-Token", token.as_str())];
+        if round % CREATE_EVERY == 0 {
+            let body =
+                json!({ "project": { "name": format!("load-{round}"), "domain_id": "default" } });
+            if let Some((_, created)) = self
+                .call(Method::POST, "/projects", &auth, Some(body), 201)
+                .await
+                && let Some(id) = created["project"]["id"].as_str()
+            {
+                self.outcome.created_projects.insert(id.to_string());
+            }
+        }
+        self.call(Method::GET, "/projects", &auth, None, 200).await;
+    }
+
+    async fn run(
+        mut self,
+        options: KeystoneLoadOptions,
+        mut stop: watch::Receiver<Option<Duration>>,
+    ) -> KeystoneLoadOutcome {
+        let mut round = 1;
+        while stop.borrow().is_none() {
+            self.round(round, &options.admin_password).await;
+            round += 1;
+            tokio::select! {
+                _ = tokio::time::sleep(options.pause) => {}
+                _ = stop.changed() => {}
+            }
+        }
+        let Some(token) = self.issue(&options.admin_password).await else {
+            return self.outcome;
+        };
+        for issued in self.outcome.issued.clone() {
+            if let Err(said) = self.validate(&token, &issued.token).await {
+                self.outcome
+                    .invalid_after
+                    .push(format!("issued at {:?}: {said}", issued.at));
+            }
+        }
+        let auth = [("X-Auth-Token", token.as_str())];
+        if let Some((_, listed)) = self.call(Method::GET, "/projects", &auth, None, 200).await {
+            self.outcome.listed_projects = listed["projects"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["id"].as_str().map(str::to_string))
+                .collect();
+        }
+        self.outcome
+    }
+}
