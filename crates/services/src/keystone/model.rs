@@ -35,8 +35,10 @@ pub fn credential_keys_secret(name: &str) -> String {
     format!("{name}-credential-keys")
 }
 
-/// uWSGI in the foreground: SIGTERM stops it (its default is to reload), an
-/// application that does not load ends it, and it serves HTTP itself.
+/// uWSGI in the foreground, serving HTTP itself. SIGTERM stops it (its
+/// default is to reload) and, through the master-start hook, lets each worker
+/// finish the request it holds: `--die-on-term` alone kills workers mid-request
+/// (checked with pyuwsgi 2.0.30). An application that does not load ends it.
 fn api_command() -> Vec<String> {
     [
         "uwsgi",
@@ -48,6 +50,8 @@ fn api_command() -> Vec<String> {
         "--processes",
         "2",
         "--die-on-term",
+        "--hook-master-start",
+        "unix_signal:15 gracefully_kill_them_all",
         "--need-app",
         "--disable-logging",
     ]

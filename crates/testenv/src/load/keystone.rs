@@ -1,8 +1,9 @@
 //! A client that keeps using a Keystone API while it upgrades: it issues a
-//! token as the bootstrap admin every round, validates one issued earlier
-//! (tokens issued by the old release must stay valid on the new one), lists
-//! projects, and now and then creates one, through the API Service's ready
-//! endpoints, from a client network namespace. Any transport error or
+//! token as the bootstrap admin every few rounds (a password check is a
+//! bcrypt hash, hundreds of milliseconds), and every round validates one issued
+//! earlier (tokens issued by the old release must stay valid on the new one)
+//! and lists projects, now and then creating one, through the API Service's
+//! ready endpoints, from a client network namespace. Any transport error or
 //! unexpected status is a failure; nothing is retried to hide one.
 
 use std::collections::BTreeSet;
@@ -18,6 +19,8 @@ use super::{
 use crate::error::Result;
 use crate::shared::ClientNetns;
 
+/// Every how many rounds a token is issued.
+const ISSUE_EVERY: u64 = 4;
 /// Every how many rounds a project is created.
 const CREATE_EVERY: u64 = 5;
 
@@ -158,7 +161,10 @@ impl Worker {
     }
 
     async fn round(&mut self, round: u64, password: &str) {
-        let Some(token) = self.issue(password).await else {
+        if round % ISSUE_EVERY == 1 || self.outcome.issued.is_empty() {
+            self.issue(password).await;
+        }
+        let Some(token) = self.outcome.issued.last().map(|t| t.token.clone()) else {
             return;
         };
         let earlier = self.outcome.issued[round as usize % self.outcome.issued.len()]
@@ -166,7 +172,7 @@ impl Worker {
             .clone();
         let _ = self.validate(&token, &earlier).await;
         let auth = [("X-Auth-Token", token.as_str())];
-        if round % CREATE_EVERY == 0 {
+        if round.is_multiple_of(CREATE_EVERY) {
             let body =
                 json!({ "project": { "name": format!("load-{round}"), "domain_id": "default" } });
             if let Some((_, created)) = self
