@@ -6,6 +6,7 @@
 //! [`Services::visit_all`].
 
 pub mod cinder;
+pub mod glance;
 pub mod ironic;
 pub mod keystone;
 #[cfg(test)]
@@ -23,6 +24,7 @@ impl Registry for Services {
         visitor.visit::<cinder::v1beta1::Cinder>();
         visitor.visit::<ironic::v1alpha1::Ironic>();
         visitor.visit::<keystone::v1alpha1::Keystone>();
+        visitor.visit::<glance::v1alpha1::Glance>();
     }
 }
 
@@ -60,7 +62,8 @@ mod tests {
             [
                 "cinders.cinder.openstack.c5c3.io",
                 "ironics.ironic.openstack.c5c3.io",
-                "keystones.keystone.openstack.c5c3.io"
+                "keystones.keystone.openstack.c5c3.io",
+                "glances.glance.openstack.c5c3.io"
             ]
         );
         for (crd, service) in crds.iter().zip(services()) {
@@ -137,6 +140,7 @@ mod tests {
         assert_eq!(with_service("cinder", Kind).as_deref(), Some("Cinder"));
         assert_eq!(with_service("ironic", Kind).as_deref(), Some("Ironic"));
         assert_eq!(with_service("keystone", Kind).as_deref(), Some("Keystone"));
+        assert_eq!(with_service("glance", Kind).as_deref(), Some("Glance"));
         assert_eq!(with_service("Cinder", Kind), None);
         assert_eq!(with_service("nova", Kind), None);
     }

@@ -14,6 +14,7 @@ fn every_example_resource_finds_its_secrets() {
             ("ironic-mq", "transport_url"),
             ("keystone-admin", "password"),
             ("keystone-db", "connection"),
+            ("glance-db", "connection"),
         ]
     );
 }

@@ -1,0 +1,95 @@
+//! Glance: its resource, its profile (glance-manage's expand, migrate and
+//! contract around the API's roll), and on the shared controller its
+//! configuration, paste pipeline and API.
+
+pub mod config;
+pub mod model;
+pub mod paste;
+pub mod profile;
+pub mod resource;
+pub mod v1alpha1;
+
+pub use profile::{CONFIG_DIR, SERVICE};
+pub use resource::example_manifest;
+
+use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption};
+use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::status::{self, Stored};
+use ratchet_operator::service::{Example, OpenStackService};
+use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
+use v1alpha1::{Glance, GlanceStatus, GlanceUpgradePhase};
+
+impl OpenStackService for Glance {
+    type Status = GlanceStatus;
+
+    const SERVICE: &'static str = SERVICE;
+    const INSTALLED_RELEASE_ANNOTATION: &'static str = "glance.c5c3.io/installed-release";
+    const CHECK_REPORTED_ANNOTATION: &'static str = "glance.c5c3.io/last-upgrade-check-job-uid";
+    const MANAGED_OPTIONS: &'static [ManagedOption] = &[
+        DATABASE_CONNECTION,
+        config::FILE_STORE_DIR,
+        config::STAGING_STORE_DIR,
+        config::TASKS_STORE_DIR,
+        config::PASTE_CONFIG,
+    ];
+    const DEFAULT_UID: i64 = 42415;
+
+    fn example(name: &str, release: &str, repository: &str, _scale: usize) -> Example {
+        Example {
+            manifest: example_manifest(name, release, repository, release, 2),
+            shape: "2 APIs".into(),
+        }
+    }
+
+    fn profile() -> Profile {
+        profile::profile()
+    }
+
+    fn spec_view(&self) -> SpecView {
+        let mut view = status::spec_view::<Self>(
+            self.metadata.generation,
+            &self.spec.open_stack_release,
+            &self.spec.image,
+            ratchet_release::ImageLayout::Flat,
+            &self.spec.extra_config,
+            &self.spec.secret_options,
+        );
+        // Refused at admission too, not only when the file is rendered.
+        view.invalid_config
+            .extend(config::flavor_refusal(&self.spec));
+        view
+    }
+
+    fn status_view(&self) -> StatusView {
+        let Some(s) = self.status.as_ref() else {
+            return StatusView::default();
+        };
+        status::view(Stored {
+            installed_release: &s.installed_release,
+            target_release: &s.target_release,
+            phase: status::phase_name(&s.upgrade_phase),
+            phase_started_at: &s.upgrade_phase_started_at,
+            conditions: &s.conditions,
+        })
+    }
+
+    fn current_status(&self) -> Option<&GlanceStatus> {
+        self.status.as_ref()
+    }
+
+    fn desired_status(_: &Profile, decided: &DesiredStatus) -> GlanceStatus {
+        GlanceStatus {
+            installed_release: decided.installed_release.clone(),
+            target_release: decided.target_release.clone(),
+            upgrade_phase: status::phase_of::<GlanceUpgradePhase>(&decided.phase),
+            upgrade_phase_started_at: decided.phase_started_at.clone(),
+            rolling_workload: decided.rolling_workload.clone(),
+            conditions: status::conditions(decided),
+            observed_generation: Some(decided.observed_generation),
+        }
+    }
+
+    fn model(&self, name: &str) -> ServiceModel {
+        model::model(self, name)
+    }
+}

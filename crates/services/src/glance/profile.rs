@@ -1,0 +1,260 @@
+//! Glance's profile, the seed's four phases with glance-manage's own
+//! expand/migrate/contract: Expanding (`db expand`), Migrating (`db migrate`,
+//! glance's data migrations), the API's roll, Contracting (`db contract`).
+//! Each phase Job then asks `db check` whether the schema is where the phase
+//! should have left it, and fails with a reason of its own when not.
+
+use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Profile, Step};
+
+pub const SERVICE: &str = "glance";
+/// Where the rendered configuration is mounted; glance-manage reads it with
+/// `--config-dir`, the API through `OS_GLANCE_CONFIG_DIR` (its WSGI
+/// application takes no arguments).
+pub const CONFIG_DIR: &str = "/etc/glance/glance.conf.d";
+
+/// `glance-manage db check`'s codes for "not there yet": expand, data
+/// migrations, contract still to run. 0 is up to date; 1 means it crashed.
+const CHECK_EXPAND_NEEDED: i32 = 3;
+const CHECK_MIGRATE_NEEDED: i32 = 4;
+const CHECK_CONTRACT_NEEDED: i32 = 5;
+
+/// The Job's exit code when `db check` still reports expand pending after
+/// the phase (its 3).
+const EXPAND_PENDING: i32 = 13;
+/// The same for data migrations (its 4).
+const MIGRATE_PENDING: i32 = 14;
+/// The same for contract migrations (its 5).
+const CONTRACT_PENDING: i32 = 15;
+
+fn manage(args: &str) -> String {
+    format!("glance-manage --config-dir {CONFIG_DIR} {args}")
+}
+
+/// `db <step>`, then `db check`, whose code must be among `accepted` after
+/// the phase; 3, 4 and 5 otherwise end the Job with [`EXPAND_PENDING`],
+/// [`MIGRATE_PENDING`] or [`CONTRACT_PENDING`], anything else with 1.
+fn checked(suffix: &'static str, step: &str, accepted: &[i32]) -> JobTemplate {
+    let accepted: Vec<String> = accepted.iter().map(i32::to_string).collect();
+    let script = format!(
+        "{step} || exit 1; {check}; rc=$?; case $rc in {accepted}) exit 0 ;; \
+         {CHECK_EXPAND_NEEDED}) exit {EXPAND_PENDING} ;; \
+         {CHECK_MIGRATE_NEEDED}) exit {MIGRATE_PENDING} ;; \
+         {CHECK_CONTRACT_NEEDED}) exit {CONTRACT_PENDING} ;; esac; exit 1",
+        step = manage(&format!("db {step}")),
+        check = manage("db check"),
+        accepted = accepted.join("|"),
+    );
+    JobTemplate {
+        suffix,
+        command: vec!["/bin/sh".into(), "-c".into(), script],
+        // A schema the step did not move moves no further when run again.
+        fail_fast_exit_codes: vec![EXPAND_PENDING, MIGRATE_PENDING, CONTRACT_PENDING],
+        exit_reasons: vec![
+            ExitReason {
+                exit_code: EXPAND_PENDING,
+                reason: "ExpandIncomplete",
+                explanation: "glance-manage db check exited 3 after the phase: expand migrations are still pending",
+            },
+            ExitReason {
+                exit_code: MIGRATE_PENDING,
+                reason: "MigrateIncomplete",
+                explanation: "glance-manage db check exited 4 after the phase: data migrations are still pending",
+            },
+            ExitReason {
+                exit_code: CONTRACT_PENDING,
+                reason: "ContractIncomplete",
+                explanation: "glance-manage db check exited 5 after the phase: contract migrations are still pending",
+            },
+        ],
+        ..JobTemplate::default()
+    }
+}
+
+/// The fresh-install and steady-state sync: expand, data migrations and
+/// contract at once (a no-op on a schema that is up to date).
+fn db_sync() -> JobTemplate {
+    JobTemplate {
+        suffix: "db-sync",
+        command: vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            format!("exec {}", manage("db sync")),
+        ],
+        ..JobTemplate::default()
+    }
+}
+
+pub fn profile() -> Profile {
+    Profile {
+        service: SERVICE,
+        db_sync: db_sync(),
+        phases: vec![
+            Phase {
+                name: "Expanding",
+                in_progress_reason: "ExpandInProgress",
+                complete_event: Some("ExpandComplete"),
+                step: Step::Job {
+                    failed_reason: "ExpandFailed",
+                    // Data migrations and contract may be pending until their phases.
+                    template: checked(
+                        "db-expand",
+                        "expand",
+                        &[0, CHECK_MIGRATE_NEEDED, CHECK_CONTRACT_NEEDED],
+                    ),
+                },
+                abortable: true,
+                abort_caution: None,
+            },
+            Phase {
+                name: "Migrating",
+                in_progress_reason: "MigrateInProgress",
+                complete_event: Some("MigrateComplete"),
+                step: Step::Job {
+                    failed_reason: "MigrateFailed",
+                    template: checked("db-migrate", "migrate", &[0, CHECK_CONTRACT_NEEDED]),
+                },
+                abortable: true,
+                abort_caution: None,
+            },
+            Phase::rolling_update(),
+            Phase {
+                name: "Contracting",
+                in_progress_reason: "ContractInProgress",
+                complete_event: None,
+                step: Step::Job {
+                    failed_reason: "ContractFailed",
+                    template: checked("db-contract", "contract", &[0]),
+                },
+                abortable: true,
+                abort_caution: Some(
+                    "its contract migrations may already have dropped what the installed release reads",
+                ),
+            },
+        ],
+        minimum_replicas: Some(2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    /// Runs a phase Job's script with a `glance-manage` on its PATH that
+    /// exits `step` for the phase's own step and `check` for `db check`: the
+    /// Job's exit code.
+    fn job_exit(template: &JobTemplate, step: i32, check: i32) -> i32 {
+        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ratchet-glance-{}-{run}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let fake = dir.join("glance-manage");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\ncase \"$*\" in *'db check') exit {check} ;; *) exit {step} ;; esac\n"
+            ),
+        )
+        .expect("fake glance-manage");
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("executable");
+        let code = Command::new("/bin/sh")
+            .args(["-c", &template.command[2]])
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
+            .status()
+            .expect("sh runs")
+            .code()
+            .unwrap_or(-1);
+        let _ = std::fs::remove_dir_all(&dir);
+        code
+    }
+
+    fn template(phase: &str) -> JobTemplate {
+        let profile = profile();
+        match profile.phase(phase).map(|(_, p)| p.step.clone()) {
+            Some(Step::Job { template, .. }) => template,
+            other => panic!("{phase} is not a Job phase: {other:?}"),
+        }
+    }
+
+    /// Every code `db check` has, after every phase: (check, Job exit).
+    #[test]
+    fn each_phase_job_holds_the_schema_to_where_the_phase_leaves_it() {
+        let table = [
+            (
+                "Expanding",
+                [(0, 0), (3, EXPAND_PENDING), (4, 0), (5, 0), (1, 1), (2, 1)],
+            ),
+            (
+                "Migrating",
+                [
+                    (0, 0),
+                    (3, EXPAND_PENDING),
+                    (4, MIGRATE_PENDING),
+                    (5, 0),
+                    (1, 1),
+                    (2, 1),
+                ],
+            ),
+            (
+                "Contracting",
+                [
+                    (0, 0),
+                    (3, EXPAND_PENDING),
+                    (4, MIGRATE_PENDING),
+                    (5, CONTRACT_PENDING),
+                    (1, 1),
+                    (2, 1),
+                ],
+            ),
+        ];
+        for (phase, cases) in table {
+            let template = template(phase);
+            for (check, expected) in cases {
+                assert_eq!(
+                    job_exit(&template, 0, check),
+                    expected,
+                    "{phase}: db check exited {check}"
+                );
+            }
+            assert_eq!(job_exit(&template, 1, 0), 1, "{phase}: the step crashed");
+            assert_eq!(
+                template.fail_fast_exit_codes,
+                [EXPAND_PENDING, MIGRATE_PENDING, CONTRACT_PENDING],
+                "{phase}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_pending_code_has_its_reason() {
+        for phase in profile().phases {
+            if let Step::Job { template, .. } = phase.step {
+                let explained: Vec<(i32, &str)> = template
+                    .exit_reasons
+                    .iter()
+                    .map(|r| (r.exit_code, r.reason))
+                    .collect();
+                assert_eq!(
+                    explained,
+                    [
+                        (EXPAND_PENDING, "ExpandIncomplete"),
+                        (MIGRATE_PENDING, "MigrateIncomplete"),
+                        (CONTRACT_PENDING, "ContractIncomplete"),
+                    ],
+                    "{}",
+                    phase.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_sync_runs_the_whole_schema() {
+        assert_eq!(
+            profile().db_sync.command[2],
+            "exec glance-manage --config-dir /etc/glance/glance.conf.d db sync"
+        );
+    }
+}
