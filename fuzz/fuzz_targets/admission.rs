@@ -1,17 +1,20 @@
-//! Admission of arbitrary JSON Cinder and Ironic objects (and whole
+//! Admission of arbitrary JSON objects of every registered service (and whole
 //! AdmissionReviews, as the webhook endpoints receive them): never panics, and
-//! the decision is deterministic.
+//! the decision is deterministic. The inputs start from hand-written rich
+//! objects and every service's own example.
 #![no_main]
 
 use kube::core::admission::AdmissionReview;
 use libfuzzer_sys::fuzz_target;
 use ratchet_operator::webhooks::server::admission_answer;
 use ratchet_operator::webhooks::validation::validate;
+use ratchet_operator::registry::{PerService, ServiceVisitor};
+use ratchet_operator::service::OpenStackService;
 use ratchet_services::cinder::v1beta1::Cinder;
-use ratchet_services::ironic::v1alpha1::Ironic;
+use ratchet_services::{Registry, Services};
 use serde_json::{Value, json};
 
-fn admit<S: ratchet_operator::service::OpenStackService>(new: &Value, old: &Value) {
+fn admit<S: OpenStackService>(new: &Value, old: &Value) {
     let Ok(typed) = serde_json::from_value::<S>(new.clone()) else {
         return;
     };
@@ -23,7 +26,7 @@ fn admit<S: ratchet_operator::service::OpenStackService>(new: &Value, old: &Valu
     }
 }
 
-fn review<S: ratchet_operator::service::OpenStackService>(new: &Value, old: &Value) {
+fn review<S: OpenStackService>(new: &Value, old: &Value) {
     let body = json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -45,23 +48,54 @@ fn review<S: ratchet_operator::service::OpenStackService>(new: &Value, old: &Val
     assert_eq!(first, second, "not deterministic");
 }
 
+/// Admits the pair as every registered service would.
+struct Admission<'a> {
+    new: &'a Value,
+    old: &'a Value,
+}
+
+impl ServiceVisitor for Admission<'_> {
+    fn visit<S: OpenStackService>(&mut self) {
+        admit::<S>(self.new, self.old);
+        review::<S>(self.new, self.old);
+    }
+}
+
+/// A service's example manifest, as a valid starting point.
+struct ExampleManifest;
+
+impl PerService for ExampleManifest {
+    type Item = Value;
+    fn of<S: OpenStackService>(&self) -> Value {
+        S::example("x", "2026.1", "registry.example/x", 2).manifest
+    }
+}
+
+fn templates() -> &'static [Value] {
+    static TEMPLATES: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    TEMPLATES.get_or_init(|| {
+        let mut templates = vec![
+            ratchet_fuzz::cinder_v1beta1(),
+            ratchet_fuzz::cinder_v1alpha1(),
+            ratchet_fuzz::ironic(),
+        ];
+        templates.extend(Services::map(&ExampleManifest));
+        templates
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut u = arbitrary::Unstructured::new(data);
-    let templates = [
-        ratchet_fuzz::cinder_v1beta1,
-        ratchet_fuzz::cinder_v1alpha1,
-        ratchet_fuzz::ironic,
-    ];
     let (Ok(new), Ok(old)) = (
-        ratchet_fuzz::object(&mut u, &templates),
-        ratchet_fuzz::object(&mut u, &templates),
+        ratchet_fuzz::object(&mut u, templates()),
+        ratchet_fuzz::object(&mut u, templates()),
     ) else {
         return;
     };
-    admit::<Cinder>(&new, &old);
-    admit::<Ironic>(&new, &old);
-    review::<Cinder>(&new, &old);
-    review::<Ironic>(&new, &old);
+    Services::visit_all(&mut Admission {
+        new: &new,
+        old: &old,
+    });
     // Raw bytes as a review body.
     if let Ok(raw) = serde_json::from_slice::<AdmissionReview<Cinder>>(data) {
         let _ = admission_answer(raw);

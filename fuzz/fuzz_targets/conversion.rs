@@ -117,7 +117,7 @@ fuzz_target!(|data: &[u8]| {
     let mut u = arbitrary::Unstructured::new(data);
     let Ok(object) = ratchet_fuzz::object(
         &mut u,
-        &[ratchet_fuzz::cinder_v1alpha1, ratchet_fuzz::cinder_v1beta1],
+        &[ratchet_fuzz::cinder_v1alpha1(), ratchet_fuzz::cinder_v1beta1()],
     ) else {
         return;
     };

@@ -336,7 +336,7 @@ pub fn ironic() -> Value {
 
 /// An object: one of `templates` with a few mutations, or (sometimes) the raw
 /// input as JSON, or a random value.
-pub fn object(u: &mut Unstructured, templates: &[fn() -> Value]) -> Result<Value> {
+pub fn object(u: &mut Unstructured, templates: &[Value]) -> Result<Value> {
     match u.int_in_range(0..=9)? {
         0 => {
             let bytes: &[u8] = u.arbitrary()?;
@@ -344,7 +344,7 @@ pub fn object(u: &mut Unstructured, templates: &[fn() -> Value]) -> Result<Value
         }
         1 => value(u, 4),
         _ => {
-            let mut object = (u.choose(templates)?)();
+            let mut object = u.choose(templates)?.clone();
             for _ in 0..u.int_in_range(0..=6)? {
                 mutate(u, &mut object)?;
             }
