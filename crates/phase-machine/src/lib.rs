@@ -20,7 +20,9 @@ pub use observe::{
     ConditionState, JobOutcome, Observed, ObservedJob, ObservedWorkload, Rollout, SpecView,
     StatusView, WorkloadId,
 };
-pub use profile::{ExitReason, JobTemplate, Phase, Pin, Profile, Step, UpgradeCheck};
+pub use profile::{
+    ExitReason, JobTemplate, Phase, Pin, Profile, SchemaPending, Step, UpgradeCheck,
+};
 pub use shared::check_exit_code;
 use upgrade::Pass;
 

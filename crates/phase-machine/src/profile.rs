@@ -38,6 +38,16 @@ pub struct ExitReason {
     pub explanation: &'static str,
 }
 
+/// A code of a service's schema check meaning "migrations still pending",
+/// and what a checked phase Job makes of it ([`JobTemplate::checked_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchemaPending {
+    pub check_code: i32,
+    pub job_exit: i32,
+    pub reason: &'static str,
+    pub explanation: &'static str,
+}
+
 /// Which RPC/object version pin new pods run with during a roll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pin {
@@ -80,6 +90,54 @@ pub struct Phase {
 }
 
 impl Phase {
+    /// Seed 000's `Expanding`: additive schema changes on the target image.
+    pub fn expanding(template: JobTemplate) -> Phase {
+        Phase {
+            name: "Expanding",
+            in_progress_reason: "ExpandInProgress",
+            complete_event: Some("ExpandComplete"),
+            step: Step::Job {
+                failed_reason: "ExpandFailed",
+                template,
+            },
+            abortable: true,
+            abort_caution: None,
+        }
+    }
+
+    /// Seed 000's `Migrating`: the check (or data migrations) between expand
+    /// and the roll.
+    pub fn migrating(template: JobTemplate) -> Phase {
+        Phase {
+            name: "Migrating",
+            in_progress_reason: "MigrateInProgress",
+            complete_event: Some("MigrateComplete"),
+            step: Step::Job {
+                failed_reason: "MigrateFailed",
+                template,
+            },
+            abortable: true,
+            abort_caution: None,
+        }
+    }
+
+    /// Seed 000's `Contracting`, after the roll. The operator clears the
+    /// upgrade state from any phase; `caution` is why the CLI refuses a
+    /// Contracting abort unless forced.
+    pub fn contracting(template: JobTemplate, caution: &'static str) -> Phase {
+        Phase {
+            name: "Contracting",
+            in_progress_reason: "ContractInProgress",
+            complete_event: None,
+            step: Step::Job {
+                failed_reason: "ContractFailed",
+                template,
+            },
+            abortable: true,
+            abort_caution: Some(caution),
+        }
+    }
+
     /// Seed 000's `RollingUpdate`: every workload rolls to the target image in
     /// roll order, unpinned, and the upgrade can still be aborted.
     pub fn rolling_update() -> Phase {
@@ -156,6 +214,44 @@ impl JobTemplate {
                 binary: binary.to_string(),
                 tolerates: tolerates.to_vec(),
             }),
+            ..JobTemplate::default()
+        }
+    }
+
+    /// A schema step checked by the service's own schema check: `step`, then
+    /// `check`, whose code must be among `accepted` after the phase. A code of
+    /// `pending` ends the Job with that entry's exit code at once (running it
+    /// again would not move the schema) and its reason; anything else (the
+    /// step or the check crashed) with 1, retried.
+    pub fn checked_step(
+        suffix: &'static str,
+        step: &str,
+        check: &str,
+        accepted: &[i32],
+        pending: &[SchemaPending],
+    ) -> JobTemplate {
+        let accepted: Vec<String> = accepted.iter().map(i32::to_string).collect();
+        let pending_arms: String = pending
+            .iter()
+            .map(|p| format!("{}) exit {} ;; ", p.check_code, p.job_exit))
+            .collect();
+        let script = format!(
+            "{step} || exit 1; {check}; rc=$?; case $rc in {accepted}) exit 0 ;; \
+             {pending_arms}esac; exit 1",
+            accepted = accepted.join("|"),
+        );
+        JobTemplate {
+            suffix,
+            command: vec!["/bin/sh".into(), "-c".into(), script],
+            fail_fast_exit_codes: pending.iter().map(|p| p.job_exit).collect(),
+            exit_reasons: pending
+                .iter()
+                .map(|p| ExitReason {
+                    exit_code: p.job_exit,
+                    reason: p.reason,
+                    explanation: p.explanation,
+                })
+                .collect(),
             ..JobTemplate::default()
         }
     }

@@ -16,6 +16,7 @@ pub mod render;
 pub mod secret_options;
 mod stall;
 pub mod status;
+pub mod uwsgi;
 
 use std::fmt::Debug;
 use std::future::Future;

@@ -3,7 +3,7 @@
 //! contract (online data migrations); the installed release is promoted after
 //! contract and the automatic RPC pins are released by the second roll.
 
-use ratchet_phase_machine::{JobTemplate, Phase, Profile, Step};
+use ratchet_phase_machine::{JobTemplate, Phase, Profile};
 
 pub const SERVICE: &str = "cinder";
 /// Where the rendered configuration is mounted; every command reads it from here.
@@ -38,49 +38,18 @@ pub fn profile() -> Profile {
         service: SERVICE,
         db_sync: job("db-sync", manage(&["db", "sync"])),
         phases: vec![
-            Phase {
-                name: "Expanding",
-                in_progress_reason: "ExpandInProgress",
-                complete_event: Some("ExpandComplete"),
-                step: Step::Job {
-                    failed_reason: "ExpandFailed",
-                    template: job("db-expand", manage(&["db", "sync"])),
-                },
-                abortable: true,
-                abort_caution: None,
-            },
-            Phase {
-                name: "Migrating",
-                in_progress_reason: "MigrateInProgress",
-                complete_event: Some("MigrateComplete"),
-                step: Step::Job {
-                    failed_reason: "MigrateFailed",
-                    template: JobTemplate::upgrade_check(
-                        "db-migrate",
-                        "cinder-status",
-                        CONFIG_DIR,
-                        CHECK_TOLERATES,
-                    ),
-                },
-                abortable: true,
-                abort_caution: None,
-            },
+            Phase::expanding(job("db-expand", manage(&["db", "sync"]))),
+            Phase::migrating(JobTemplate::upgrade_check(
+                "db-migrate",
+                "cinder-status",
+                CONFIG_DIR,
+                CHECK_TOLERATES,
+            )),
             Phase::rolling_update(),
-            Phase {
-                name: "Contracting",
-                in_progress_reason: "ContractInProgress",
-                complete_event: None,
-                // The seed: the operator clears the upgrade state from any phase;
-                // the CLI refuses a Contracting abort unless forced.
-                step: Step::Job {
-                    failed_reason: "ContractFailed",
-                    template: job("db-contract", manage(&["db", "online_data_migrations"])),
-                },
-                abortable: true,
-                abort_caution: Some(
-                    "its online data migrations may already have rewritten rows for the target release",
-                ),
-            },
+            Phase::contracting(
+                job("db-contract", manage(&["db", "online_data_migrations"])),
+                "its online data migrations may already have rewritten rows for the target release",
+            ),
         ],
         minimum_replicas: None,
     }

@@ -13,8 +13,8 @@ use ratchet_operator::service::model::{
     API_DRAIN_SECONDS, ENV_DATABASE_CONNECTION, SecretEnv, ServiceModel, WorkloadKind,
     WorkloadModel,
 };
-use ratchet_operator::service::readiness;
 use ratchet_operator::service::secret_options;
+use ratchet_operator::service::{readiness, uwsgi};
 
 /// The ConfigMap key: the name glance's WSGI application reads in its
 /// configuration directory (and the paste file's name follows from it).
@@ -25,34 +25,18 @@ pub const API_PORT: i32 = 9292;
 /// unlike `/healthcheck` or the version document.
 const READINESS_PATH: &str = "/v2/images?limit=1";
 
-/// uWSGI in the foreground: SIGTERM stops it (its default is to reload), an
-/// application that does not load ends it, and it serves HTTP itself. Each
-/// worker loads the application itself (`--lazy-apps`): glance opens database
+/// uWSGI ([`uwsgi::http_command`]) with Glance's own flags. Each worker
+/// loads the application itself (`--lazy-apps`): glance opens database
 /// connections and starts threads while loading, which a fork would share.
 /// Threads run at all only with `--enable-threads` (glance's task pool and
 /// staging cleanup are threads). The buffer holds request headers: Keystone
 /// tokens exceed uWSGI's default of 4 KiB.
 fn api_command() -> Vec<String> {
-    [
-        "uwsgi",
-        "--http-socket",
-        &format!(":{API_PORT}"),
-        "--module",
+    uwsgi::http_command(
+        API_PORT,
         "glance.wsgi.api:application",
-        "--master",
-        "--processes",
-        "2",
-        "--enable-threads",
-        "--lazy-apps",
-        "--buffer-size",
-        "65535",
-        "--die-on-term",
-        "--need-app",
-        "--disable-logging",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+        &["--enable-threads", "--lazy-apps", "--buffer-size", "65535"],
+    )
 }
 
 pub fn model(glance: &Glance, name: &str) -> ServiceModel {

@@ -4,7 +4,7 @@
 //! Each phase Job then asks `db check` whether the schema is where the phase
 //! should have left it, and fails with a reason of its own when not.
 
-use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Profile, Step};
+use ratchet_phase_machine::{JobTemplate, Phase, Profile, SchemaPending};
 
 pub const SERVICE: &str = "glance";
 /// Where the rendered configuration is mounted; glance-manage reads it with
@@ -12,62 +12,42 @@ pub const SERVICE: &str = "glance";
 /// application takes no arguments).
 pub const CONFIG_DIR: &str = "/etc/glance/glance.conf.d";
 
-/// `glance-manage db check`'s codes for "not there yet": expand, data
-/// migrations, contract still to run. 0 is up to date; 1 means it crashed.
-const CHECK_EXPAND_NEEDED: i32 = 3;
-const CHECK_MIGRATE_NEEDED: i32 = 4;
-const CHECK_CONTRACT_NEEDED: i32 = 5;
-
-/// The Job's exit code when `db check` still reports expand pending after
-/// the phase (its 3).
-const EXPAND_PENDING: i32 = 13;
-/// The same for data migrations (its 4).
-const MIGRATE_PENDING: i32 = 14;
-/// The same for contract migrations (its 5).
-const CONTRACT_PENDING: i32 = 15;
+/// `glance-manage db check`'s codes for "not there yet" (expand, data
+/// migrations, contract still to run) and what each becomes after a phase.
+/// 0 is up to date; 1 means it crashed.
+const EXPAND_PENDING: SchemaPending = SchemaPending {
+    check_code: 3,
+    job_exit: 13,
+    reason: "ExpandIncomplete",
+    explanation: "glance-manage db check exited 3 after the phase: expand migrations are still pending",
+};
+const MIGRATE_PENDING: SchemaPending = SchemaPending {
+    check_code: 4,
+    job_exit: 14,
+    reason: "MigrateIncomplete",
+    explanation: "glance-manage db check exited 4 after the phase: data migrations are still pending",
+};
+const CONTRACT_PENDING: SchemaPending = SchemaPending {
+    check_code: 5,
+    job_exit: 15,
+    reason: "ContractIncomplete",
+    explanation: "glance-manage db check exited 5 after the phase: contract migrations are still pending",
+};
 
 fn manage(args: &str) -> String {
     format!("glance-manage --config-dir {CONFIG_DIR} {args}")
 }
 
 /// `db <step>`, then `db check`, whose code must be among `accepted` after
-/// the phase; 3, 4 and 5 otherwise end the Job with [`EXPAND_PENDING`],
-/// [`MIGRATE_PENDING`] or [`CONTRACT_PENDING`], anything else with 1.
+/// the phase.
 fn checked(suffix: &'static str, step: &str, accepted: &[i32]) -> JobTemplate {
-    let accepted: Vec<String> = accepted.iter().map(i32::to_string).collect();
-    let script = format!(
-        "{step} || exit 1; {check}; rc=$?; case $rc in {accepted}) exit 0 ;; \
-         {CHECK_EXPAND_NEEDED}) exit {EXPAND_PENDING} ;; \
-         {CHECK_MIGRATE_NEEDED}) exit {MIGRATE_PENDING} ;; \
-         {CHECK_CONTRACT_NEEDED}) exit {CONTRACT_PENDING} ;; esac; exit 1",
-        step = manage(&format!("db {step}")),
-        check = manage("db check"),
-        accepted = accepted.join("|"),
-    );
-    JobTemplate {
+    JobTemplate::checked_step(
         suffix,
-        command: vec!["/bin/sh".into(), "-c".into(), script],
-        // A schema the step did not move moves no further when run again.
-        fail_fast_exit_codes: vec![EXPAND_PENDING, MIGRATE_PENDING, CONTRACT_PENDING],
-        exit_reasons: vec![
-            ExitReason {
-                exit_code: EXPAND_PENDING,
-                reason: "ExpandIncomplete",
-                explanation: "glance-manage db check exited 3 after the phase: expand migrations are still pending",
-            },
-            ExitReason {
-                exit_code: MIGRATE_PENDING,
-                reason: "MigrateIncomplete",
-                explanation: "glance-manage db check exited 4 after the phase: data migrations are still pending",
-            },
-            ExitReason {
-                exit_code: CONTRACT_PENDING,
-                reason: "ContractIncomplete",
-                explanation: "glance-manage db check exited 5 after the phase: contract migrations are still pending",
-            },
-        ],
-        ..JobTemplate::default()
-    }
+        &manage(&format!("db {step}")),
+        &manage("db check"),
+        accepted,
+        &[EXPAND_PENDING, MIGRATE_PENDING, CONTRACT_PENDING],
+    )
 }
 
 /// The fresh-install and steady-state sync: expand, data migrations and
@@ -89,47 +69,22 @@ pub fn profile() -> Profile {
         service: SERVICE,
         db_sync: db_sync(),
         phases: vec![
-            Phase {
-                name: "Expanding",
-                in_progress_reason: "ExpandInProgress",
-                complete_event: Some("ExpandComplete"),
-                step: Step::Job {
-                    failed_reason: "ExpandFailed",
-                    // Data migrations and contract may be pending until their phases.
-                    template: checked(
-                        "db-expand",
-                        "expand",
-                        &[0, CHECK_MIGRATE_NEEDED, CHECK_CONTRACT_NEEDED],
-                    ),
-                },
-                abortable: true,
-                abort_caution: None,
-            },
-            Phase {
-                name: "Migrating",
-                in_progress_reason: "MigrateInProgress",
-                complete_event: Some("MigrateComplete"),
-                step: Step::Job {
-                    failed_reason: "MigrateFailed",
-                    template: checked("db-migrate", "migrate", &[0, CHECK_CONTRACT_NEEDED]),
-                },
-                abortable: true,
-                abort_caution: None,
-            },
+            // Data migrations and contract may be pending until their phases.
+            Phase::expanding(checked(
+                "db-expand",
+                "expand",
+                &[0, MIGRATE_PENDING.check_code, CONTRACT_PENDING.check_code],
+            )),
+            Phase::migrating(checked(
+                "db-migrate",
+                "migrate",
+                &[0, CONTRACT_PENDING.check_code],
+            )),
             Phase::rolling_update(),
-            Phase {
-                name: "Contracting",
-                in_progress_reason: "ContractInProgress",
-                complete_event: None,
-                step: Step::Job {
-                    failed_reason: "ContractFailed",
-                    template: checked("db-contract", "contract", &[0]),
-                },
-                abortable: true,
-                abort_caution: Some(
-                    "its contract migrations may already have dropped what the installed release reads",
-                ),
-            },
+            Phase::contracting(
+                checked("db-contract", "contract", &[0]),
+                "its contract migrations may already have dropped what the installed release reads",
+            ),
         ],
         minimum_replicas: Some(2),
     }
@@ -140,6 +95,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+    use ratchet_phase_machine::Step;
 
     /// Runs a phase Job's script with a `glance-manage` on its PATH that
     /// exits `step` for the phase's own step and `check` for `db check`: the
@@ -184,14 +140,21 @@ mod tests {
         let table = [
             (
                 "Expanding",
-                [(0, 0), (3, EXPAND_PENDING), (4, 0), (5, 0), (1, 1), (2, 1)],
+                [
+                    (0, 0),
+                    (3, EXPAND_PENDING.job_exit),
+                    (4, 0),
+                    (5, 0),
+                    (1, 1),
+                    (2, 1),
+                ],
             ),
             (
                 "Migrating",
                 [
                     (0, 0),
-                    (3, EXPAND_PENDING),
-                    (4, MIGRATE_PENDING),
+                    (3, EXPAND_PENDING.job_exit),
+                    (4, MIGRATE_PENDING.job_exit),
                     (5, 0),
                     (1, 1),
                     (2, 1),
@@ -201,9 +164,9 @@ mod tests {
                 "Contracting",
                 [
                     (0, 0),
-                    (3, EXPAND_PENDING),
-                    (4, MIGRATE_PENDING),
-                    (5, CONTRACT_PENDING),
+                    (3, EXPAND_PENDING.job_exit),
+                    (4, MIGRATE_PENDING.job_exit),
+                    (5, CONTRACT_PENDING.job_exit),
                     (1, 1),
                     (2, 1),
                 ],
@@ -221,7 +184,11 @@ mod tests {
             assert_eq!(job_exit(&template, 1, 0), 1, "{phase}: the step crashed");
             assert_eq!(
                 template.fail_fast_exit_codes,
-                [EXPAND_PENDING, MIGRATE_PENDING, CONTRACT_PENDING],
+                [
+                    EXPAND_PENDING.job_exit,
+                    MIGRATE_PENDING.job_exit,
+                    CONTRACT_PENDING.job_exit
+                ],
                 "{phase}"
             );
         }
@@ -239,9 +206,9 @@ mod tests {
                 assert_eq!(
                     explained,
                     [
-                        (EXPAND_PENDING, "ExpandIncomplete"),
-                        (MIGRATE_PENDING, "MigrateIncomplete"),
-                        (CONTRACT_PENDING, "ContractIncomplete"),
+                        (EXPAND_PENDING.job_exit, "ExpandIncomplete"),
+                        (MIGRATE_PENDING.job_exit, "MigrateIncomplete"),
+                        (CONTRACT_PENDING.job_exit, "ContractIncomplete"),
                     ],
                     "{}",
                     phase.name

@@ -13,8 +13,8 @@ use ratchet_operator::service::model::{
     API_DRAIN_SECONDS, ENV_DATABASE_CONNECTION, KeySecret, SecretEnv, ServiceModel, WorkloadKind,
     WorkloadModel,
 };
-use ratchet_operator::service::readiness;
 use ratchet_operator::service::secret_options;
+use ratchet_operator::service::{readiness, uwsgi};
 
 pub const CONFIG_FILE: &str = "keystone.conf";
 pub const API_PORT: i32 = 5000;
@@ -35,29 +35,9 @@ pub fn credential_keys_secret(name: &str) -> String {
     format!("{name}-credential-keys")
 }
 
-/// uWSGI in the foreground, serving HTTP itself. SIGTERM stops it (its
-/// default is to reload) and, through the master-start hook, lets each worker
-/// finish the request it holds: `--die-on-term` alone kills workers mid-request
-/// (checked with pyuwsgi 2.0.30). An application that does not load ends it.
+/// uWSGI ([`uwsgi::http_command`]) serving Keystone's application.
 fn api_command() -> Vec<String> {
-    [
-        "uwsgi",
-        "--http-socket",
-        &format!(":{API_PORT}"),
-        "--module",
-        "keystone.wsgi.api:application",
-        "--master",
-        "--processes",
-        "2",
-        "--die-on-term",
-        "--hook-master-start",
-        "unix_signal:15 gracefully_kill_them_all",
-        "--need-app",
-        "--disable-logging",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    uwsgi::http_command(API_PORT, "keystone.wsgi.api:application", &[])
 }
 
 /// What `keystone-manage bootstrap` registers: the identity endpoints at the

@@ -4,18 +4,26 @@
 //! Each phase Job then asks `db_sync --check` whether the schema is where the
 //! phase should have left it, and fails with a reason of its own when not.
 
-use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Profile, Step};
+use ratchet_phase_machine::{JobTemplate, Phase, Profile, SchemaPending};
 
 pub const SERVICE: &str = "keystone";
 /// Where the rendered configuration is mounted; every command reads it from
 /// here (the API through `OS_KEYSTONE_CONFIG_DIR`: it ignores `--config-dir`).
 pub const CONFIG_DIR: &str = "/etc/keystone/keystone.conf.d";
 
-/// The Job's exit code when `db_sync --check` still reports expand
-/// migrations pending (its 2) after the phase.
-const EXPAND_PENDING: i32 = 12;
-/// The same for contract migrations (its 4).
-const CONTRACT_PENDING: i32 = 14;
+/// What `db_sync --check` reports pending (its 2 and 4) becomes after a phase.
+const EXPAND_PENDING: SchemaPending = SchemaPending {
+    check_code: 2,
+    job_exit: 12,
+    reason: "ExpandIncomplete",
+    explanation: "keystone-manage db_sync --check exited 2 after the phase: expand migrations are still pending",
+};
+const CONTRACT_PENDING: SchemaPending = SchemaPending {
+    check_code: 4,
+    job_exit: 14,
+    reason: "ContractIncomplete",
+    explanation: "keystone-manage db_sync --check exited 4 after the phase: contract migrations are still pending",
+};
 
 fn manage(args: &str) -> String {
     format!("keystone-manage --config-dir {CONFIG_DIR} {args}")
@@ -23,36 +31,15 @@ fn manage(args: &str) -> String {
 
 /// `db_sync <flag>`, then `db_sync --check`, whose codes (0 up to date, 2
 /// expand needed, 4 contract needed; 1 only when it crashed) must be among
-/// `accepted` after the phase; 2 and 4 otherwise end the Job with
-/// [`EXPAND_PENDING`] or [`CONTRACT_PENDING`], anything else with 1.
+/// `accepted` after the phase.
 fn checked(suffix: &'static str, flag: &str, accepted: &[i32]) -> JobTemplate {
-    let accepted: Vec<String> = accepted.iter().map(i32::to_string).collect();
-    let script = format!(
-        "{step} || exit 1; {check}; rc=$?; case $rc in {accepted}) exit 0 ;; \
-         2) exit {EXPAND_PENDING} ;; 4) exit {CONTRACT_PENDING} ;; esac; exit 1",
-        step = manage(&format!("db_sync {flag}")),
-        check = manage("db_sync --check"),
-        accepted = accepted.join("|"),
-    );
-    JobTemplate {
+    JobTemplate::checked_step(
         suffix,
-        command: vec!["/bin/sh".into(), "-c".into(), script],
-        // A schema the step did not move moves no further when run again.
-        fail_fast_exit_codes: vec![EXPAND_PENDING, CONTRACT_PENDING],
-        exit_reasons: vec![
-            ExitReason {
-                exit_code: EXPAND_PENDING,
-                reason: "ExpandIncomplete",
-                explanation: "keystone-manage db_sync --check exited 2 after the phase: expand migrations are still pending",
-            },
-            ExitReason {
-                exit_code: CONTRACT_PENDING,
-                reason: "ContractIncomplete",
-                explanation: "keystone-manage db_sync --check exited 4 after the phase: contract migrations are still pending",
-            },
-        ],
-        ..JobTemplate::default()
-    }
+        &manage(&format!("db_sync {flag}")),
+        &manage("db_sync --check"),
+        accepted,
+        &[EXPAND_PENDING, CONTRACT_PENDING],
+    )
 }
 
 /// The fresh-install and steady-state sync: the whole schema, then
@@ -76,43 +63,14 @@ pub fn profile() -> Profile {
         service: SERVICE,
         db_sync: db_sync(),
         phases: vec![
-            Phase {
-                name: "Expanding",
-                in_progress_reason: "ExpandInProgress",
-                complete_event: Some("ExpandComplete"),
-                step: Step::Job {
-                    failed_reason: "ExpandFailed",
-                    // Contract migrations may be pending until Contracting.
-                    template: checked("db-expand", "--expand", &[0, 4]),
-                },
-                abortable: true,
-                abort_caution: None,
-            },
-            Phase {
-                name: "Migrating",
-                in_progress_reason: "MigrateInProgress",
-                complete_event: Some("MigrateComplete"),
-                step: Step::Job {
-                    failed_reason: "MigrateFailed",
-                    template: checked("db-migrate", "--migrate", &[0, 4]),
-                },
-                abortable: true,
-                abort_caution: None,
-            },
+            // Contract migrations may be pending until Contracting.
+            Phase::expanding(checked("db-expand", "--expand", &[0, 4])),
+            Phase::migrating(checked("db-migrate", "--migrate", &[0, 4])),
             Phase::rolling_update(),
-            Phase {
-                name: "Contracting",
-                in_progress_reason: "ContractInProgress",
-                complete_event: None,
-                step: Step::Job {
-                    failed_reason: "ContractFailed",
-                    template: checked("db-contract", "--contract", &[0]),
-                },
-                abortable: true,
-                abort_caution: Some(
-                    "its contract migrations may already have dropped what the installed release reads",
-                ),
-            },
+            Phase::contracting(
+                checked("db-contract", "--contract", &[0]),
+                "its contract migrations may already have dropped what the installed release reads",
+            ),
         ],
         minimum_replicas: Some(2),
     }
@@ -123,6 +81,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+    use ratchet_phase_machine::Step;
 
     /// Runs a phase Job's script with a `keystone-manage` on its PATH that
     /// exits `step` for the phase's own step and `check` for `db_sync
@@ -157,13 +116,13 @@ mod tests {
         let expand = checked("db-expand", "--expand", &[0, 4]);
         assert_eq!(job_exit(&expand, 0, 0), 0);
         assert_eq!(job_exit(&expand, 0, 4), 0, "contract still to come");
-        assert_eq!(job_exit(&expand, 0, 2), EXPAND_PENDING);
+        assert_eq!(job_exit(&expand, 0, 2), EXPAND_PENDING.job_exit);
         assert_eq!(job_exit(&expand, 1, 0), 1, "the step crashed");
         assert_eq!(job_exit(&expand, 0, 1), 1, "the check crashed");
         let contract = checked("db-contract", "--contract", &[0]);
         assert_eq!(job_exit(&contract, 0, 0), 0);
-        assert_eq!(job_exit(&contract, 0, 4), CONTRACT_PENDING);
-        assert_eq!(job_exit(&contract, 0, 2), EXPAND_PENDING);
+        assert_eq!(job_exit(&contract, 0, 4), CONTRACT_PENDING.job_exit);
+        assert_eq!(job_exit(&contract, 0, 2), EXPAND_PENDING.job_exit);
     }
 
     #[test]
@@ -174,7 +133,7 @@ mod tests {
                     template.exit_reasons.iter().map(|r| r.exit_code).collect();
                 assert_eq!(
                     explained,
-                    [EXPAND_PENDING, CONTRACT_PENDING],
+                    [EXPAND_PENDING.job_exit, CONTRACT_PENDING.job_exit],
                     "{}",
                     phase.name
                 );
