@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
-use ratchet_api::common::{PodIdentity, SecretKeyRef};
+use ratchet_api::common::{PodIdentity, SecretKeyRef, WorkloadSpec};
 use ratchet_phase_machine::WorkloadId;
 use ratchet_phase_machine::hash::content_hash;
 
@@ -102,6 +102,36 @@ pub struct WorkloadModel {
     /// allowed (a Cinder back end that opted in: rootwrap, LVM) instead of
     /// restricted as the model's [`PodIdentity`].
     pub privileged: bool,
+}
+
+impl WorkloadModel {
+    /// `<resource>-api`: an API Deployment behind the Service named after the
+    /// resource on `port`, sized by `spec`, drained before its process is asked
+    /// to stop.
+    pub fn api(
+        resource: &str,
+        command: Vec<String>,
+        spec: &WorkloadSpec,
+        port: i32,
+        readiness: Readiness,
+    ) -> WorkloadModel {
+        WorkloadModel {
+            name: format!("{resource}-api"),
+            component: "api".into(),
+            kind: WorkloadKind::Deployment,
+            command,
+            replicas: spec.replicas_or_default(),
+            resources: spec.resources.clone(),
+            env: Vec::new(),
+            api_port: Some(port),
+            carries_installed_release: false,
+            claims: Vec::new(),
+            readiness,
+            pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
+            termination_grace_seconds: None,
+            privileged: false,
+        }
+    }
 }
 
 /// Everything the shared controller renders for one resource.

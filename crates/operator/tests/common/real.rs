@@ -1,14 +1,21 @@
 //! What the tests with real OpenStack processes share: their images, Secrets,
 //! SQL against the service's MariaDB and latency figures.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::plan::start_patch;
+use ratchet_operator::testing::witness::{
+    Witness, event_counts, expected_upgrade, settled, violations,
+};
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
+use ratchet_testenv::load::{RunningLoad, Tally};
 use ratchet_testenv::process_kubelet::images::Catalogue;
+use ratchet_testenv::wait::until;
 use serde_json::json;
 
 use super::Harness;
@@ -219,4 +226,121 @@ pub fn log_lines_naming(h: &Harness, needles: &[&str]) -> Vec<String> {
         }
     }
     found
+}
+
+/// Creates `object` (named `name`) and waits until it settled at `release`.
+pub async fn install<S: OpenStackService>(
+    h: &Harness,
+    object: &S,
+    name: &str,
+    release: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let api = h.api::<S>();
+    api.create(&PostParams::default(), object).await?;
+    until(
+        &api,
+        name,
+        timeout,
+        &format!("installed at {release}"),
+        settled::<S>(release),
+    )
+    .await
+    .context("install")?;
+    Ok(())
+}
+
+/// Starts the upgrade of `name` to `target` as a user would (release and
+/// image together) with a witness watching, and waits until it settled
+/// there, second roll included: the witness, to check afterwards.
+pub async fn upgrade<S: OpenStackService>(
+    h: &Harness,
+    name: &str,
+    target: &str,
+    timeout: Duration,
+) -> Result<Witness> {
+    let api = h.api::<S>();
+    let witness = Witness::start::<S>(&h.client, h.name());
+    let installed = api.get(name).await?;
+    let patch = start_patch(&installed.spec_view(), target);
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    until(
+        &api,
+        name,
+        timeout,
+        &format!("upgraded to {target} and rolled out"),
+        settled::<S>(target),
+    )
+    .await
+    .context("upgrade")?;
+    Ok(witness)
+}
+
+/// The upgrade the witness saw kept the machine's rules: phases in the
+/// profile's order, each phase Job and event once.
+pub async fn clean_upgrade<S: OpenStackService>(
+    h: &Harness,
+    witness: &Witness,
+    name: &str,
+) -> Result<()> {
+    let counts = event_counts(&h.client, h.name(), name).await?;
+    let broken = violations(
+        &witness.seen(),
+        name,
+        &expected_upgrade(&S::profile()),
+        &counts,
+    );
+    ensure!(broken.is_empty(), "the upgrade broke the rules: {broken:?}");
+    Ok(())
+}
+
+/// Stops `load` and gives its outcome with every request it made.
+pub async fn stop_load<Outcome: Send + 'static>(
+    load: RunningLoad<Outcome>,
+    settle: Duration,
+) -> Result<(Outcome, Tally)> {
+    let tally = load.tally();
+    let outcome = load.stop(settle).await?;
+    let tally = tally
+        .lock()
+        .map_err(|_| anyhow::anyhow!("tally poisoned"))?
+        .clone();
+    Ok((outcome, tally))
+}
+
+/// No request failed, and there were more than `at_least`.
+pub fn no_failed_request(tally: &Tally, at_least: usize) -> Result<()> {
+    let failures = tally.failures();
+    ensure!(
+        failures.is_empty(),
+        "{} of {} requests failed: {:#?}",
+        failures.len(),
+        tally.requests(),
+        failures.iter().take(20).collect::<Vec<_>>(),
+    );
+    ensure!(
+        tally.requests() > at_least,
+        "the load made only {} requests",
+        tally.requests()
+    );
+    Ok(())
+}
+
+/// "steady p50=… p99=… upgrade p50=… p99=…": the client's latencies before
+/// and during the upgrade, for the FIGURES line.
+pub fn latency_figures(
+    tally: &Tally,
+    steady_from: SystemTime,
+    upgrade: (SystemTime, SystemTime),
+) -> String {
+    let steady = tally.latencies_ms(steady_from, upgrade.0);
+    let during = tally.latencies_ms(upgrade.0, upgrade.1);
+    format!(
+        "steady p50={:.1}ms p99={:.1}ms upgrade p50={:.1}ms p99={:.1}ms",
+        percentile(steady.clone(), 0.5),
+        percentile(steady, 0.99),
+        percentile(during.clone(), 0.5),
+        percentile(during, 0.99),
+    )
 }

@@ -10,8 +10,7 @@ use super::profile::CONFIG_DIR;
 use crate::glance::v1alpha1::Glance;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
-    API_DRAIN_SECONDS, ENV_DATABASE_CONNECTION, SecretEnv, ServiceModel, WorkloadKind,
-    WorkloadModel,
+    ENV_DATABASE_CONNECTION, SecretEnv, ServiceModel, WorkloadModel,
 };
 use ratchet_operator::service::secret_options;
 use ratchet_operator::service::{readiness, uwsgi};
@@ -62,23 +61,17 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
         key_secrets: Vec::new(),
         identity: PodSecurity::identity(spec.security_context.as_ref(), Glance::DEFAULT_UID),
         workloads: vec![WorkloadModel {
-            name: format!("{name}-api"),
-            component: "api".into(),
-            kind: WorkloadKind::Deployment,
-            command: api_command(),
-            replicas: spec.api.replicas_or_default(),
-            resources: spec.api.resources.clone(),
-            env: Vec::new(),
-            api_port: Some(API_PORT),
-            carries_installed_release: false,
             claims: vec![(
                 spec.image_store.file_volume_claim.clone(),
                 IMAGES_DIR.to_string(),
             )],
-            readiness: readiness::api(CONFIG_DIR, API_PORT, READINESS_PATH),
-            pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
-            termination_grace_seconds: None,
-            privileged: false,
+            ..WorkloadModel::api(
+                name,
+                api_command(),
+                &spec.api,
+                API_PORT,
+                readiness::api(CONFIG_DIR, API_PORT, READINESS_PATH),
+            )
         }],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
     }

@@ -6,9 +6,7 @@ use ratchet_api::common::PodSecurity;
 
 use super::{CONFIG_DIR, config};
 use ratchet_operator::service::OpenStackService;
-use ratchet_operator::service::model::{
-    API_DRAIN_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
-};
+use ratchet_operator::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
 use ratchet_operator::service::readiness::{self, OWN_HOSTNAME};
 use ratchet_operator::service::secret_options;
 
@@ -64,20 +62,14 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 privileged: false,
             },
             WorkloadModel {
-                name: format!("{name}-api"),
-                component: "api".into(),
-                kind: WorkloadKind::Deployment,
-                command: command("ironic-api"),
-                replicas: spec.api.replicas_or_default(),
-                resources: spec.api.resources.clone(),
                 env: vec![config::api_hash_ring_reset_interval(spec)],
-                api_port: Some(API_PORT),
-                carries_installed_release: false,
-                claims: Vec::new(),
-                readiness: readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
-                pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
-                termination_grace_seconds: None,
-                privileged: false,
+                ..WorkloadModel::api(
+                    name,
+                    command("ironic-api"),
+                    &spec.api,
+                    API_PORT,
+                    readiness::api(CONFIG_DIR, API_PORT, "/v1/"),
+                )
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),

@@ -10,8 +10,7 @@ use super::profile::CONFIG_DIR;
 use crate::keystone::v1alpha1::Keystone;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
-    API_DRAIN_SECONDS, ENV_DATABASE_CONNECTION, KeySecret, SecretEnv, ServiceModel, WorkloadKind,
-    WorkloadModel,
+    ENV_DATABASE_CONNECTION, KeySecret, SecretEnv, ServiceModel, WorkloadModel,
 };
 use ratchet_operator::service::secret_options;
 use ratchet_operator::service::{readiness, uwsgi};
@@ -92,22 +91,13 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
             },
         ],
         identity: PodSecurity::identity(spec.security_context.as_ref(), Keystone::DEFAULT_UID),
-        workloads: vec![WorkloadModel {
-            name: format!("{name}-api"),
-            component: "api".into(),
-            kind: WorkloadKind::Deployment,
-            command: api_command(),
-            replicas: spec.api.replicas_or_default(),
-            resources: spec.api.resources.clone(),
-            env: Vec::new(),
-            api_port: Some(API_PORT),
-            carries_installed_release: false,
-            claims: Vec::new(),
-            readiness: readiness::api_post(CONFIG_DIR, API_PORT, "/v3/auth/tokens", READINESS_AUTH),
-            pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
-            termination_grace_seconds: None,
-            privileged: false,
-        }],
+        workloads: vec![WorkloadModel::api(
+            name,
+            api_command(),
+            &spec.api,
+            API_PORT,
+            readiness::api_post(CONFIG_DIR, API_PORT, "/v3/auth/tokens", READINESS_AUTH),
+        )],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
     }
 }

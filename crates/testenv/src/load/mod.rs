@@ -4,6 +4,7 @@
 //! tally of requests.
 
 pub mod cinder;
+pub mod glance;
 pub mod ironic;
 pub mod keystone;
 
@@ -222,6 +223,17 @@ async fn exchange(
         .map(|(_, body)| body)
 }
 
+/// A request that got no answer, with every cause (refused, reset, timed out).
+fn transport_failure(what: &str, error: &reqwest::Error) -> String {
+    let mut text = format!("{what}: {error}");
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 /// [`exchange`], with the response's headers too (a Keystone token is one).
 async fn exchange_with_headers(
     request: reqwest::RequestBuilder,
@@ -232,7 +244,7 @@ async fn exchange_with_headers(
         .header("Accept", "application/json")
         .send()
         .await
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| transport_failure(what, &e))?;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let text = response.text().await.unwrap_or_default();
