@@ -12,32 +12,28 @@ app.kubernetes.io/name: ratchet
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/*
+Every service Ratchet runs: its API group, plural and storage version. The one list the
+rules and the admission webhooks below range over; crates/ratchet/tests/helm_chart.rs
+holds the rendered chart to the operator's registry.
+*/}}
+{{- define "ratchet.services" -}}
+- { group: cinder.openstack.c5c3.io, plural: cinders, version: v1beta1 }
+- { group: ironic.openstack.c5c3.io, plural: ironics, version: v1alpha1 }
+- { group: keystone.openstack.c5c3.io, plural: keystones, version: v1alpha1 }
+- { group: glance.openstack.c5c3.io, plural: glances, version: v1alpha1 }
+{{- end -}}
+
 {{/* The rules the operator needs where it reconciles (docs/permissions.md). */}}
 {{- define "ratchet.rules" -}}
-- apiGroups: ["cinder.openstack.c5c3.io"]
-  resources: ["cinders"]
+{{- range (include "ratchet.services" . | fromYamlArray) }}
+- apiGroups: [{{ .group | quote }}]
+  resources: [{{ .plural | quote }}]
   verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["cinder.openstack.c5c3.io"]
-  resources: ["cinders/status"]
+- apiGroups: [{{ .group | quote }}]
+  resources: ["{{ .plural }}/status"]
   verbs: ["get", "patch", "update"]
-- apiGroups: ["ironic.openstack.c5c3.io"]
-  resources: ["ironics"]
-  verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["ironic.openstack.c5c3.io"]
-  resources: ["ironics/status"]
-  verbs: ["get", "patch", "update"]
-- apiGroups: ["keystone.openstack.c5c3.io"]
-  resources: ["keystones"]
-  verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["keystone.openstack.c5c3.io"]
-  resources: ["keystones/status"]
-  verbs: ["get", "patch", "update"]
-- apiGroups: ["glance.openstack.c5c3.io"]
-  resources: ["glances"]
-  verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["glance.openstack.c5c3.io"]
-  resources: ["glances/status"]
-  verbs: ["get", "patch", "update"]
+{{- end }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete", "patch"]
@@ -66,16 +62,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions/status"]
   verbs: ["update"]
-- apiGroups: ["cinder.openstack.c5c3.io"]
-  resources: ["cinders"]
+{{- range (include "ratchet.services" . | fromYamlArray) }}
+- apiGroups: [{{ .group | quote }}]
+  resources: [{{ .plural | quote }}]
   verbs: ["list", "update"]
-- apiGroups: ["ironic.openstack.c5c3.io"]
-  resources: ["ironics"]
-  verbs: ["list", "update"]
-- apiGroups: ["keystone.openstack.c5c3.io"]
-  resources: ["keystones"]
-  verbs: ["list", "update"]
-- apiGroups: ["glance.openstack.c5c3.io"]
-  resources: ["glances"]
-  verbs: ["list", "update"]
+{{- end }}
 {{- end -}}
