@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::local::{Local, LocalOptions};
 use crate::resource_status::{condition, status_text};
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
@@ -78,6 +78,20 @@ pub struct DemoArgs {
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    // Refused before anything starts: a flag with nothing to act on.
+    let service = Service::new(&args.service, &args.release, args.backends)?;
+    if let Some(inject) = args.inject
+        && service.injected_into(inject).is_empty()
+    {
+        bail!(
+            "--inject {}: {} has nothing it applies to (no upgrade check)",
+            inject
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+            service.kind()
+        );
+    }
     let local = Local::start(LocalOptions {
         keep_dir: args.keep_dir,
         ready_delay: Duration::from_millis(args.ready_delay_ms),
@@ -99,7 +113,6 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         )
         .await?;
     ratchet_operator::install::ensure_example_secrets::<Services>(&client, NAMESPACE).await?;
-    let service = Service::new(&args.service, &args.release, args.backends)?;
     simulate_check(scenarios, &service, 0);
     let mut manifest = service.manifest();
     if args.inject == Some(Inject::StuckRollout) {

@@ -24,7 +24,8 @@ pub struct Service {
     manifest: Value,
     shape: String,
     spec: SpecView,
-    /// The workload a stuck roll hangs: the last StatefulSet in roll order.
+    /// The workload a stuck roll hangs: the last StatefulSet in roll order, or
+    /// the last workload when there is none (an API-only service).
     stalled_workload: String,
 }
 
@@ -48,11 +49,11 @@ impl Service {
                 let example = S::example(name, self.release, &repository, self.scale);
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
-                let stalled_workload = object
-                    .model(name)
-                    .workloads
+                let workloads = object.model(name).workloads;
+                let stalled_workload = workloads
                     .iter()
                     .rfind(|w| w.kind == WorkloadKind::StatefulSet)
+                    .or(workloads.last())
                     .map(|w| w.name.clone())
                     .unwrap_or_default();
                 Ok(Service {
@@ -107,7 +108,8 @@ impl Service {
     }
 
     /// The workload (a phase Job, or the roll's last step) an injected failure
-    /// hits: the phase Jobs in the profile's order, then the workload to stall.
+    /// hits: the phase Jobs in the profile's order, then the workload to stall;
+    /// empty when the service has nothing of the kind (no upgrade check).
     pub fn injected_into(&self, inject: Inject) -> String {
         let jobs: Vec<&str> = self
             .profile()
@@ -197,6 +199,12 @@ mod tests {
                 "ironic-online-migrations",
             ),
             ("ironic", Inject::StuckRollout, "ironic-conductor"),
+            ("keystone", Inject::FailSchema, "keystone-db-expand"),
+            ("keystone", Inject::StuckRollout, "keystone-api"),
+            // No upgrade check to fail: the demo refuses the flag.
+            ("keystone", Inject::FailCheck, ""),
+            ("glance", Inject::FailDataMigrations, "glance-db-contract"),
+            ("glance", Inject::StuckRollout, "glance-api"),
         ];
         for (name, inject, workload) in cases {
             assert_eq!(
