@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use super::events::{self, Kind};
 use super::images::{ImageRoot, PullError};
 use super::network::NetnsRuntime;
-use super::pod::{AbortOnDrop, Context, Shared, Slot, fetch_sources, sleep_or_stop};
+use super::pod_state::{AbortOnDrop, Context, Shared, Slot, fetch_sources, sleep_or_stop};
 use super::probes::{self, Target};
 use super::sandbox::{self, LaunchSpec};
 use super::spec::{self, Mount, PodFacts, Waiting};

@@ -28,6 +28,7 @@ pub mod events;
 pub mod images;
 pub mod network;
 mod pod;
+mod pod_state;
 pub mod probes;
 mod reaper;
 pub mod sandbox;
@@ -93,7 +94,7 @@ pub struct ProcessKubelet {
 }
 
 struct KubeletState {
-    ctx: Arc<pod::Context>,
+    ctx: Arc<pod_state::Context>,
     pods: Mutex<HashMap<String, Tracked>>,
 }
 
@@ -155,7 +156,7 @@ impl ProcessKubelet {
         let catalogue = Arc::new(Catalogue::load()?);
         register_node(&client, &options.node_name, &network).await?;
         let state = Arc::new(KubeletState {
-            ctx: Arc::new(pod::Context {
+            ctx: Arc::new(pod_state::Context {
                 client,
                 catalogue,
                 network,
@@ -360,7 +361,7 @@ async fn bind(state: Arc<KubeletState>, pod: Pod) {
         )
         .await;
     if let Err(e) = result
-        && !pod::is_not_found(&e)
+        && !pod_state::is_not_found(&e)
     {
         tracing::warn!(pod = %name, namespace = %ns, error = %e, "process kubelet: binding failed");
         retry().await;
