@@ -606,7 +606,15 @@ async fn a_failed_check_stops_the_upgrade_before_any_pin_naming_the_check() -> R
         "{message}"
     );
     // A failed check fails again until its cause is fixed: one pod, no retries.
-    let job: Job = h.api::<Job>().get("i-upgrade-check").await?;
+    // The operator reads the pod's end before the Job controller counts it.
+    let job = until(
+        &h.api::<Job>(),
+        "i-upgrade-check",
+        TIMEOUT,
+        "the check Job counting its failed pod",
+        |job: &Job| job.status.as_ref().and_then(|s| s.failed).is_some(),
+    )
+    .await?;
     ensure!(job.status.and_then(|s| s.failed) == Some(1));
     let conductors: StatefulSet = h.api::<StatefulSet>().get("i-conductor").await?;
     ensure!(pinned_template(conductors.spec.as_ref().map(|s| &s.template)).is_none());

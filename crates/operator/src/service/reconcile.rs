@@ -255,12 +255,8 @@ impl<S: OpenStackService> Pass<S> {
                         WorkloadKind::Deployment => {}
                         WorkloadKind::StatefulSet => {
                             // The headless Service gives the pods their names.
-                            self.apply_service(
-                                ctx,
-                                owner,
-                                &render::headless_service(owner, workload)?,
-                            )
-                            .await?;
+                            apply(&services, name, &render::headless_service(owner, workload)?)
+                                .await?;
                             if !unchanged {
                                 apply(&stateful_sets, name, &render::stateful_set(desired)?)
                                     .await?;
