@@ -1,6 +1,7 @@
 //! Types every OpenStack service resource shares.
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
@@ -135,4 +136,37 @@ impl SecretOption {
             key: self.key.clone(),
         }
     }
+}
+
+// The status every service stores, with the service's own vocabulary of
+// upgrade phases `P` (empty, its `Default`, in steady state). A service that
+// stores more flattens this into its status. (Not a doc comment: the doc
+// comment is what `kubectl explain` shows for `status`.)
+/// What Ratchet observed and did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(bound = "P: schemars::JsonSchema + Default + Serialize")]
+pub struct UpgradeStatus<P: Default> {
+    /// The release the database schema and services are at. During an upgrade,
+    /// the release before it; promoted only when the upgrade's last phase succeeds.
+    #[serde(default)]
+    pub installed_release: String,
+    /// The release being upgraded to; empty in steady state.
+    #[serde(default)]
+    pub target_release: String,
+    /// The current upgrade phase; empty in steady state.
+    #[serde(default)]
+    pub upgrade_phase: P,
+    /// When the current upgrade phase began; empty in steady state.
+    #[serde(default)]
+    pub upgrade_phase_started_at: String,
+    /// The workload an upgrade roll is waiting on; empty otherwise.
+    #[serde(default)]
+    pub rolling_workload: String,
+    /// DatabaseReady, DeploymentsReady, Ready.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }

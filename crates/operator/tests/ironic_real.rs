@@ -69,7 +69,8 @@ fn manifest(release: &str, apis: i32, conductors: i32) -> serde_json::Value {
 
 fn ready(i: &Ironic) -> bool {
     i.status.as_ref().is_some_and(|s| {
-        s.conditions
+        s.upgrade
+            .conditions
             .iter()
             .any(|c| c.type_ == "Ready" && c.status == "True")
     })
@@ -101,7 +102,7 @@ fn record_status(
             let Some(status) = ironic.status else {
                 continue;
             };
-            let now = (status.upgrade_phase, status.pinned_release);
+            let now = (status.upgrade.upgrade_phase, status.pinned_release);
             if let Ok(mut log) = into.lock()
                 && log.last().is_none_or(|(_, last)| *last != now)
             {
@@ -205,7 +206,7 @@ async fn install(h: &Harness, manifest: serde_json::Value) -> Result<()> {
         |i| {
             i.status
                 .as_ref()
-                .is_some_and(|s| s.installed_release == "2026.1")
+                .is_some_and(|s| s.upgrade.installed_release == "2026.1")
                 && ready(i)
         },
     )
@@ -222,7 +223,8 @@ async fn wait_upgraded(h: &Harness) -> Result<()> {
         "upgraded to 2026.2",
         |i| {
             i.status.as_ref().is_some_and(|s| {
-                s.installed_release == "2026.2" && s.upgrade_phase == IronicUpgradePhase::None
+                s.upgrade.installed_release == "2026.2"
+                    && s.upgrade.upgrade_phase == IronicUpgradePhase::None
             }) && ready(i)
         },
     )
@@ -449,6 +451,7 @@ const LOCKED_NODES: u32 = 1500;
 fn database_ready(i: &Ironic) -> Option<(String, String)> {
     i.status
         .as_ref()?
+        .upgrade
         .conditions
         .iter()
         .find(|c| c.type_ == "DatabaseReady")
@@ -500,9 +503,9 @@ async fn a_real_failed_check_stops_before_the_pin_and_interrupted_migrations_res
     );
     let status = failed.status.context("status")?;
     ensure!(
-        status.upgrade_phase == IronicUpgradePhase::UpgradeCheck
+        status.upgrade.upgrade_phase == IronicUpgradePhase::UpgradeCheck
             && status.pinned_release.is_empty()
-            && status.installed_release == "2026.1",
+            && status.upgrade.installed_release == "2026.1",
         "{status:?}"
     );
     h.wait_event(NAME, "UpgradeCheckFailed").await?;
@@ -550,7 +553,7 @@ async fn a_real_failed_check_stops_before_the_pin_and_interrupted_migrations_res
     until(&ironics, NAME, UPGRADE_TIMEOUT, "online migrations", |i| {
         i.status
             .as_ref()
-            .is_some_and(|s| s.upgrade_phase == IronicUpgradePhase::OnlineMigrations)
+            .is_some_and(|s| s.upgrade.upgrade_phase == IronicUpgradePhase::OnlineMigrations)
     })
     .await
     .context("online migrations")?;

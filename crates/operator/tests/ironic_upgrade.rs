@@ -46,6 +46,7 @@ async fn set_release(h: &Harness, release: &str) -> Result<()> {
 fn condition(i: &Ironic, kind: &str) -> Option<(String, String)> {
     i.status
         .as_ref()?
+        .upgrade
         .conditions
         .iter()
         .find(|c| c.type_ == kind)
@@ -56,9 +57,9 @@ fn condition(i: &Ironic, kind: &str) -> Option<(String, String)> {
 fn settled_at(release: &str) -> impl Fn(&Ironic) -> bool + '_ {
     move |i: &Ironic| {
         i.status.as_ref().is_some_and(|s| {
-            s.installed_release == release
-                && s.upgrade_phase == IronicUpgradePhase::None
-                && s.observed_generation == i.metadata.generation
+            s.upgrade.installed_release == release
+                && s.upgrade.upgrade_phase == IronicUpgradePhase::None
+                && s.upgrade.observed_generation == i.metadata.generation
         }) && condition(i, "Ready").is_some_and(|(s, _)| s == "True")
     }
 }
@@ -91,7 +92,11 @@ async fn wait_phase(h: &Harness, phase: IronicUpgradePhase) -> Result<Ironic> {
         "i",
         TIMEOUT,
         &format!("phase {phase:?}"),
-        |i: &Ironic| i.status.as_ref().is_some_and(|s| s.upgrade_phase == phase),
+        |i: &Ironic| {
+            i.status
+                .as_ref()
+                .is_some_and(|s| s.upgrade.upgrade_phase == phase)
+        },
     )
     .await?)
 }
@@ -113,8 +118,8 @@ async fn held_in_the_pinned_roll(h: &Harness, workload: &str) -> Result<Ironic> 
         &format!("the pinned roll waiting on {workload}"),
         |i: &Ironic| {
             i.status.as_ref().is_some_and(|s| {
-                s.upgrade_phase == IronicUpgradePhase::PinnedRoll
-                    && s.rolling_workload == workload
+                s.upgrade.upgrade_phase == IronicUpgradePhase::PinnedRoll
+                    && s.upgrade.rolling_workload == workload
                     && s.pinned_release == "2026.1"
             })
         },
@@ -323,7 +328,7 @@ async fn full_upgrade_pins_conductors_then_apis_unpins_in_the_same_order_and_mig
                     continue;
                 };
                 if let Some(s) = i.status {
-                    let entry = (s.upgrade_phase, s.pinned_release);
+                    let entry = (s.upgrade.upgrade_phase, s.pinned_release);
                     let mut seen = sink.lock().unwrap_or_else(|p| p.into_inner());
                     if seen.last() != Some(&entry) {
                         seen.push(entry);
@@ -532,8 +537,8 @@ async fn online_migrations_exit_2_fails_because_the_database_is_not_compatible()
     )
     .await?;
     let status = failed.status.context("status")?;
-    ensure!(status.upgrade_phase == IronicUpgradePhase::OnlineMigrations);
-    ensure!(status.installed_release == "2026.1", "not promoted");
+    ensure!(status.upgrade.upgrade_phase == IronicUpgradePhase::OnlineMigrations);
+    ensure!(status.upgrade.installed_release == "2026.1", "not promoted");
     h.wait_event("i", "DatabaseNotCompatible").await?;
     // Exit 2 is final: one pod, no retries.
     let job: Job = h.api::<Job>().get("i-online-migrations").await?;
@@ -552,8 +557,8 @@ async fn an_upgrade_check_that_errors_fails_the_phase_before_any_pin() -> Result
     )
     .await?;
     let status = failed.status.context("status")?;
-    ensure!(status.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
-    ensure!(status.installed_release == "2026.1" && status.pinned_release.is_empty());
+    ensure!(status.upgrade.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
+    ensure!(status.upgrade.installed_release == "2026.1" && status.pinned_release.is_empty());
     // Events leave after the status write: wait for it before counting.
     h.wait_event("i", "UpgradeCheckFailed").await?;
     let failures: Vec<Option<String>> = h
@@ -593,9 +598,10 @@ async fn a_failed_check_stops_the_upgrade_before_any_pin_naming_the_check() -> R
     )
     .await?;
     let status = failed.status.context("status")?;
-    ensure!(status.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
-    ensure!(status.installed_release == "2026.1" && status.pinned_release.is_empty());
+    ensure!(status.upgrade.upgrade_phase == IronicUpgradePhase::UpgradeCheck);
+    ensure!(status.upgrade.installed_release == "2026.1" && status.pinned_release.is_empty());
     let message = status
+        .upgrade
         .conditions
         .iter()
         .find(|c| c.type_ == "DatabaseReady")
@@ -634,7 +640,12 @@ async fn schema_upgrade_exit_2_names_the_incomplete_online_migrations() -> Resul
     let (_, message) = failed
         .status
         .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "DatabaseReady"))
+        .and_then(|s| {
+            s.upgrade
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "DatabaseReady")
+        })
         .map(|c| (c.reason.clone(), c.message.clone()))
         .context("DatabaseReady")?;
     ensure!(
@@ -644,7 +655,7 @@ async fn schema_upgrade_exit_2_names_the_incomplete_online_migrations() -> Resul
     ensure!(
         failed
             .status
-            .is_some_and(|s| s.upgrade_phase == IronicUpgradePhase::DatabaseUpgrade)
+            .is_some_and(|s| s.upgrade.upgrade_phase == IronicUpgradePhase::DatabaseUpgrade)
     );
     // No workload moved.
     let api: Deployment = h.api::<Deployment>().get("i-api").await?;
@@ -667,7 +678,7 @@ async fn abort_during_the_pinned_roll_restores_the_installed_release_unpinned() 
     ensure!(
         aborted
             .status
-            .is_some_and(|s| s.pinned_release.is_empty() && s.target_release.is_empty())
+            .is_some_and(|s| s.pinned_release.is_empty() && s.upgrade.target_release.is_empty())
     );
     h.wait_event("i", "UpgradeAborted").await?;
     let conductors: StatefulSet = until(
@@ -714,9 +725,12 @@ async fn a_revert_during_unpinning_is_refused_naming_the_state() -> Result<()> {
     set_release(&h, "2026.1").await?;
     let refused = wait_database(&h, "AbortNotSafe").await?;
     let status = refused.status.context("status")?;
-    ensure!(status.upgrade_phase == IronicUpgradePhase::Unpinning);
-    ensure!(status.installed_release == "2026.1" && status.target_release == "2026.2");
+    ensure!(status.upgrade.upgrade_phase == IronicUpgradePhase::Unpinning);
+    ensure!(
+        status.upgrade.installed_release == "2026.1" && status.upgrade.target_release == "2026.2"
+    );
     let message = status
+        .upgrade
         .conditions
         .iter()
         .find(|c| c.type_ == "DatabaseReady")
@@ -829,11 +843,11 @@ async fn a_conductor_roll_without_progress_is_reported_as_stalled_and_resumes() 
     )
     .await?;
     let status = stalled.status.context("status")?;
-    ensure!(status.upgrade_phase == IronicUpgradePhase::PinnedRoll);
+    ensure!(status.upgrade.upgrade_phase == IronicUpgradePhase::PinnedRoll);
     ensure!(
-        status.rolling_workload == "i-conductor",
+        status.upgrade.rolling_workload == "i-conductor",
         "{}",
-        status.rolling_workload
+        status.upgrade.rolling_workload
     );
     h.wait_event("i", "RolloutStalled").await?;
     let api: Deployment = h.api::<Deployment>().get("i-api").await?;
@@ -1013,7 +1027,7 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
     let done = wait_settled(&h, "2026.2").await?;
     ensure!(
         done.status
-            .is_some_and(|s| s.upgrade_phase == IronicUpgradePhase::None)
+            .is_some_and(|s| s.upgrade.upgrade_phase == IronicUpgradePhase::None)
     );
     h.finish().await;
     Ok(())

@@ -275,10 +275,11 @@ async fn plan_and_abort_an_ironic() -> Result<()> {
     let phase_is = |phase: IronicUpgradePhase, installed: &'static str| {
         move |i: &Ironic| {
             i.status.as_ref().is_some_and(|s| {
-                s.upgrade_phase == phase
-                    && s.installed_release == installed
+                s.upgrade.upgrade_phase == phase
+                    && s.upgrade.installed_release == installed
                     && (phase != IronicUpgradePhase::None
-                        || s.conditions
+                        || s.upgrade
+                            .conditions
                             .iter()
                             .any(|c| c.type_ == "Ready" && c.status == "True"))
             })

@@ -26,6 +26,7 @@ use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::crd::MergeError;
+use kube::core::object::HasStatus;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -37,6 +38,7 @@ use serde::de::DeserializeOwned;
 pub use caches::watch_backoff;
 pub use model::ServiceModel;
 pub use render::Owner;
+pub use status::ServiceStatus;
 
 use caches::Caches;
 
@@ -47,6 +49,7 @@ use crate::error::Error;
 pub trait OpenStackService:
     Resource<Scope = NamespaceResourceScope, DynamicType = ()>
     + kube::CustomResourceExt
+    + HasStatus<Status: ServiceStatus + PartialEq + Serialize + Send + Sync + 'static>
     + Clone
     + Debug
     + Serialize
@@ -55,9 +58,6 @@ pub trait OpenStackService:
     + Sync
     + 'static
 {
-    /// How the resource stores its status.
-    type Status: PartialEq + Serialize + Send + Sync + 'static;
-
     /// Lower-case service name: labels, metrics, messages.
     const SERVICE: &'static str;
     /// The pod annotation carrying the installed release (the second roll).
@@ -84,10 +84,13 @@ pub trait OpenStackService:
     }
     fn profile() -> Profile;
     fn spec_view(&self) -> SpecView;
-    fn status_view(&self) -> StatusView;
-    fn current_status(&self) -> Option<&Self::Status>;
+    fn status_view(&self) -> StatusView {
+        self.status().map(ServiceStatus::view).unwrap_or_default()
+    }
     /// The status to store for the machine's decision.
-    fn desired_status(profile: &Profile, decided: &DesiredStatus) -> Self::Status;
+    fn desired_status(profile: &Profile, decided: &DesiredStatus) -> Self::Status {
+        Self::Status::decided(profile, decided)
+    }
     /// What the resource runs, for the resource named `name`.
     fn model(&self, name: &str) -> ServiceModel;
     /// A small resource of this service named `name` (the demo's): `scale`

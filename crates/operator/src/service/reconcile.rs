@@ -385,7 +385,7 @@ async fn record_transition<S: OpenStackService>(
     decision: &Decision,
 ) -> Result<Option<S>> {
     if !decision.events.is_empty() {
-        let left = serde_json::to_vec(&object.current_status())?;
+        let left = serde_json::to_vec(&object.status())?;
         let occasion = format!("status/{}", content_hash(&left));
         let others = events::publish_once(
             &ctx.client,
@@ -398,7 +398,7 @@ async fn record_transition<S: OpenStackService>(
         warn_of_other_replicas(ctx, owner, &others);
     }
     let status = S::desired_status(profile, &decision.status);
-    if object.current_status() == Some(&status) {
+    if object.status() == Some(&status) {
         return Ok(None);
     }
     let api: Api<S> = Api::namespaced(ctx.client.clone(), &owner.namespace);

@@ -1,10 +1,10 @@
-//! Between the machine's status view and what a resource stores: every service
-//! stores the same fields (installed and target release, phase, conditions), so
-//! these conversions are shared.
+//! Between the machine's views and what a resource stores: every service
+//! stores the same status fields ([`UpgradeStatus`]: installed and target
+//! release, phase, conditions), so these conversions are shared.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use ratchet_api::common::{ImageSpec, SecretOption};
-use ratchet_phase_machine::{ConditionState, DesiredStatus, SpecView, StatusView};
+use ratchet_api::common::{ImageSpec, SecretOption, UpgradeStatus};
+use ratchet_phase_machine::{ConditionState, DesiredStatus, Profile, SpecView, StatusView};
 use ratchet_release::ImageLayout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,7 +13,7 @@ use super::ini::{Sections, managed_option_violations, unsafe_entries};
 use super::secret_options;
 
 /// A phase enum's stored name (`""` for none).
-pub fn phase_name<P: Serialize>(phase: &P) -> String {
+fn phase_name<P: Serialize>(phase: &P) -> String {
     serde_json::to_value(phase)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -21,7 +21,7 @@ pub fn phase_name<P: Serialize>(phase: &P) -> String {
 }
 
 /// The phase enum value for a name the profile produced (`Default` for none).
-pub fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
+fn phase_of<P: DeserializeOwned + Default>(name: &str) -> P {
     serde_json::from_value(serde_json::Value::String(name.to_string())).unwrap_or_default()
 }
 
@@ -90,37 +90,51 @@ pub fn observed_spec<S: super::OpenStackService>(
     spec
 }
 
-/// The stored fields every service shares.
-pub struct Stored<'a> {
-    pub installed_release: &'a str,
-    pub target_release: &'a str,
-    pub phase: String,
-    pub phase_started_at: &'a str,
-    pub conditions: &'a [Condition],
+/// A resource's stored status, as the machine reads it and as it stores the
+/// machine's decision.
+pub trait ServiceStatus: Sized {
+    fn view(&self) -> StatusView;
+    fn decided(profile: &Profile, decided: &DesiredStatus) -> Self;
 }
 
-pub fn view(stored: Stored) -> StatusView {
-    StatusView {
-        installed_release: stored.installed_release.to_string(),
-        target_release: stored.target_release.to_string(),
-        phase: stored.phase,
-        phase_started_at: stored.phase_started_at.to_string(),
-        conditions: stored
-            .conditions
-            .iter()
-            .map(|c| ConditionState {
-                kind: c.type_.clone(),
-                status: c.status == "True",
-                reason: c.reason.clone(),
-                message: c.message.clone(),
-                last_transition_time: c.last_transition_time.0.to_string(),
-                observed_generation: c.observed_generation,
-            })
-            .collect(),
+/// The status every service stores (a service that stores more implements
+/// [`ServiceStatus`] around this one).
+impl<P: Serialize + DeserializeOwned + Default> ServiceStatus for UpgradeStatus<P> {
+    fn view(&self) -> StatusView {
+        StatusView {
+            installed_release: self.installed_release.clone(),
+            target_release: self.target_release.clone(),
+            phase: phase_name(&self.upgrade_phase),
+            phase_started_at: self.upgrade_phase_started_at.clone(),
+            conditions: self.conditions.iter().map(condition_state).collect(),
+        }
+    }
+
+    fn decided(_: &Profile, decided: &DesiredStatus) -> Self {
+        UpgradeStatus {
+            installed_release: decided.installed_release.clone(),
+            target_release: decided.target_release.clone(),
+            upgrade_phase: phase_of(&decided.phase),
+            upgrade_phase_started_at: decided.phase_started_at.clone(),
+            rolling_workload: decided.rolling_workload.clone(),
+            conditions: conditions(decided),
+            observed_generation: Some(decided.observed_generation),
+        }
     }
 }
 
-pub fn conditions(decided: &DesiredStatus) -> Vec<Condition> {
+fn condition_state(c: &Condition) -> ConditionState {
+    ConditionState {
+        kind: c.type_.clone(),
+        status: c.status == "True",
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        last_transition_time: c.last_transition_time.0.to_string(),
+        observed_generation: c.observed_generation,
+    }
+}
+
+fn conditions(decided: &DesiredStatus) -> Vec<Condition> {
     decided
         .conditions
         .iter()

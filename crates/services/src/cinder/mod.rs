@@ -18,22 +18,20 @@ pub use resource::{
     crd_v1beta1_storage, example_manifest, example_v1alpha1,
 };
 
-use crate::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
+use crate::cinder::v1beta1::Cinder;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::crd::MergeError;
-use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
+use ratchet_phase_machine::{Profile, SpecView};
 
 use ratchet_release::Release;
 
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
-use ratchet_operator::service::status::{self, Stored};
+use ratchet_operator::service::status;
 use ratchet_operator::service::{Conversion, Example, OpenStackService};
 use ratchet_operator::webhooks::validation::is_dns_label;
 
 impl OpenStackService for Cinder {
-    type Status = CinderStatus;
-
     const SERVICE: &'static str = model::SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "cinder.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "cinder.c5c3.io/last-upgrade-check-job-uid";
@@ -95,35 +93,6 @@ impl OpenStackService for Cinder {
         view.invalid_config
             .extend(config::backup_violations(&self.spec));
         view
-    }
-
-    fn status_view(&self) -> StatusView {
-        let Some(s) = self.status.as_ref() else {
-            return StatusView::default();
-        };
-        status::view(Stored {
-            installed_release: &s.installed_release,
-            target_release: &s.target_release,
-            phase: status::phase_name(&s.upgrade_phase),
-            phase_started_at: &s.upgrade_phase_started_at,
-            conditions: &s.conditions,
-        })
-    }
-
-    fn current_status(&self) -> Option<&CinderStatus> {
-        self.status.as_ref()
-    }
-
-    fn desired_status(_: &Profile, decided: &DesiredStatus) -> CinderStatus {
-        CinderStatus {
-            installed_release: decided.installed_release.clone(),
-            target_release: decided.target_release.clone(),
-            upgrade_phase: status::phase_of::<CinderUpgradePhase>(&decided.phase),
-            upgrade_phase_started_at: decided.phase_started_at.clone(),
-            rolling_workload: decided.rolling_workload.clone(),
-            conditions: status::conditions(decided),
-            observed_generation: Some(decided.observed_generation),
-        }
     }
 
     fn model(&self, name: &str) -> ServiceModel {

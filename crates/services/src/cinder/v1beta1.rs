@@ -9,11 +9,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_api::common::{
+    ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
+};
 
 /// A Cinder deployment, and the release it runs.
 ///
@@ -181,29 +182,4 @@ pub enum CinderUpgradePhase {
 }
 
 /// What Ratchet observed and did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CinderStatus {
-    /// The release the database schema and services are at. During an upgrade, the
-    /// release before it; promoted only when the contract phase succeeds.
-    #[serde(default)]
-    pub installed_release: String,
-    /// The release being upgraded to; empty in steady state.
-    #[serde(default)]
-    pub target_release: String,
-    /// The current upgrade phase; empty in steady state.
-    #[serde(default)]
-    pub upgrade_phase: CinderUpgradePhase,
-    /// When the current upgrade phase began; empty in steady state.
-    #[serde(default)]
-    pub upgrade_phase_started_at: String,
-    /// The workload an upgrade roll is waiting on; empty otherwise.
-    #[serde(default)]
-    pub rolling_workload: String,
-    /// DatabaseReady, DeploymentsReady, Ready.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-    /// The `metadata.generation` this status describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
+pub type CinderStatus = UpgradeStatus<CinderUpgradePhase>;

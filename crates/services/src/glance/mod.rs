@@ -14,14 +14,12 @@ pub use resource::example_manifest;
 
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption};
 use ratchet_operator::service::model::ServiceModel;
-use ratchet_operator::service::status::{self, Stored};
+use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
-use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
-use v1alpha1::{Glance, GlanceStatus, GlanceUpgradePhase};
+use ratchet_phase_machine::{Profile, SpecView};
+use v1alpha1::Glance;
 
 impl OpenStackService for Glance {
-    type Status = GlanceStatus;
-
     const SERVICE: &'static str = SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "glance.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "glance.c5c3.io/last-upgrade-check-job-uid";
@@ -58,35 +56,6 @@ impl OpenStackService for Glance {
         view.invalid_config
             .extend(config::flavor_refusal(&self.spec));
         view
-    }
-
-    fn status_view(&self) -> StatusView {
-        let Some(s) = self.status.as_ref() else {
-            return StatusView::default();
-        };
-        status::view(Stored {
-            installed_release: &s.installed_release,
-            target_release: &s.target_release,
-            phase: status::phase_name(&s.upgrade_phase),
-            phase_started_at: &s.upgrade_phase_started_at,
-            conditions: &s.conditions,
-        })
-    }
-
-    fn current_status(&self) -> Option<&GlanceStatus> {
-        self.status.as_ref()
-    }
-
-    fn desired_status(_: &Profile, decided: &DesiredStatus) -> GlanceStatus {
-        GlanceStatus {
-            installed_release: decided.installed_release.clone(),
-            target_release: decided.target_release.clone(),
-            upgrade_phase: status::phase_of::<GlanceUpgradePhase>(&decided.phase),
-            upgrade_phase_started_at: decided.phase_started_at.clone(),
-            rolling_workload: decided.rolling_workload.clone(),
-            conditions: status::conditions(decided),
-            observed_generation: Some(decided.observed_generation),
-        }
     }
 
     fn model(&self, name: &str) -> ServiceModel {

@@ -85,15 +85,9 @@ mod tests {
     use ratchet_operator::service::render::{self, Owner, PodParams};
 
     fn glance() -> Glance {
-        serde_json::from_value(crate::glance::example_manifest(
+        crate::shared_tests::stored(crate::glance::example_manifest(
             "g", "2026.1", "glance", "2026.1", 2,
         ))
-        .map(|mut g: Glance| {
-            g.metadata.namespace = Some("ns".into());
-            g.metadata.uid = Some("u-1".into());
-            g
-        })
-        .expect("glance")
     }
 
     fn list(value: &Value) -> Vec<Value> {

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_api::common::{
+    ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
+};
 
 /// A Glance deployment, and the release it runs.
 ///
@@ -95,25 +96,5 @@ pub enum GlanceUpgradePhase {
     Contracting,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GlanceStatus {
-    /// The release the schema and API are at; promoted after Contracting.
-    #[serde(default)]
-    pub installed_release: String,
-    /// The release being upgraded to; empty in steady state.
-    #[serde(default)]
-    pub target_release: String,
-    #[serde(default)]
-    pub upgrade_phase: GlanceUpgradePhase,
-    #[serde(default)]
-    pub upgrade_phase_started_at: String,
-    /// The workload an upgrade roll is waiting on; empty otherwise.
-    #[serde(default)]
-    pub rolling_workload: String,
-    /// DatabaseReady, DeploymentsReady, Ready.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
+/// What Ratchet observed and did.
+pub type GlanceStatus = UpgradeStatus<GlanceUpgradePhase>;

@@ -11,7 +11,7 @@ pub mod v1alpha1;
 
 pub use resource::example_manifest;
 
-use crate::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
+use crate::ironic::v1alpha1::{Ironic, IronicStatus};
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 pub use crate::ironic::profile::{CONFIG_DIR, SERVICE};
@@ -20,12 +20,10 @@ use ratchet_operator::service::ini::{
     DATABASE_CONNECTION, ManagedOption, PIN_RELEASE_VERSION, TRANSPORT_URL,
 };
 use ratchet_operator::service::model::ServiceModel;
-use ratchet_operator::service::status::{self, Stored};
+use ratchet_operator::service::status::{self, ServiceStatus};
 use ratchet_operator::service::{Example, OpenStackService};
 
 impl OpenStackService for Ironic {
-    type Status = IronicStatus;
-
     const SERVICE: &'static str = SERVICE;
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "ironic.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "ironic.c5c3.io/last-upgrade-check-job-uid";
@@ -61,44 +59,28 @@ impl OpenStackService for Ironic {
         )
     }
 
-    fn status_view(&self) -> StatusView {
-        let Some(s) = self.status.as_ref() else {
-            return StatusView::default();
-        };
-        status::view(Stored {
-            installed_release: &s.installed_release,
-            target_release: &s.target_release,
-            phase: status::phase_name(&s.upgrade_phase),
-            phase_started_at: &s.upgrade_phase_started_at,
-            conditions: &s.conditions,
-        })
-    }
-
-    fn current_status(&self) -> Option<&IronicStatus> {
-        self.status.as_ref()
-    }
-
-    fn desired_status(profile: &Profile, decided: &DesiredStatus) -> IronicStatus {
-        IronicStatus {
-            installed_release: decided.installed_release.clone(),
-            target_release: decided.target_release.clone(),
-            upgrade_phase: status::phase_of::<IronicUpgradePhase>(&decided.phase),
-            upgrade_phase_started_at: decided.phase_started_at.clone(),
-            pinned_release: profile
-                .pin_during(&decided.phase, &decided.installed_release)
-                .unwrap_or_default(),
-            rolling_workload: decided.rolling_workload.clone(),
-            conditions: status::conditions(decided),
-            observed_generation: Some(decided.observed_generation),
-        }
-    }
-
     fn model(&self, name: &str) -> ServiceModel {
         model::model(self, name)
     }
 
     fn warnings(&self) -> Vec<String> {
         conductor_warnings(self.spec.conductor.replicas_or_default())
+    }
+}
+
+/// Ironic stores the pin new pods run with beside what every service stores.
+impl ServiceStatus for IronicStatus {
+    fn view(&self) -> StatusView {
+        self.upgrade.view()
+    }
+
+    fn decided(profile: &Profile, decided: &DesiredStatus) -> Self {
+        IronicStatus {
+            upgrade: ServiceStatus::decided(profile, decided),
+            pinned_release: profile
+                .pin_during(&decided.phase, &decided.installed_release)
+                .unwrap_or_default(),
+        }
     }
 }
 

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_api::common::{
+    ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
+};
 
 /// An Ironic deployment, and the release it runs.
 ///
@@ -84,29 +85,13 @@ pub enum IronicUpgradePhase {
     OnlineMigrations,
 }
 
+/// What Ratchet observed and did, and the pin new pods run with.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IronicStatus {
-    /// The release the schema and services are at; promoted after the online
-    /// data migrations succeed.
-    #[serde(default)]
-    pub installed_release: String,
-    /// The release being upgraded to; empty in steady state.
-    #[serde(default)]
-    pub target_release: String,
-    #[serde(default)]
-    pub upgrade_phase: IronicUpgradePhase,
-    #[serde(default)]
-    pub upgrade_phase_started_at: String,
+    #[serde(flatten)]
+    pub upgrade: UpgradeStatus<IronicUpgradePhase>,
     /// The `[DEFAULT] pin_release_version` new pods run with; empty when unpinned.
     #[serde(default)]
     pub pinned_release: String,
-    /// The workload an upgrade roll is waiting on; empty otherwise.
-    #[serde(default)]
-    pub rolling_workload: String,
-    /// DatabaseReady, DeploymentsReady, Ready.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
 }

@@ -110,15 +110,9 @@ mod tests {
     use ratchet_operator::service::render::{self, Owner, PodParams};
 
     fn keystone() -> Keystone {
-        serde_json::from_value(crate::keystone::example_manifest(
+        crate::shared_tests::stored(crate::keystone::example_manifest(
             "k", "2026.1", "keystone", "2026.1", 2,
         ))
-        .map(|mut k: Keystone| {
-            k.metadata.namespace = Some("ns".into());
-            k.metadata.uid = Some("u-1".into());
-            k
-        })
-        .expect("keystone")
     }
 
     #[test]

@@ -78,37 +78,12 @@ pub fn profile() -> Profile {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
-
     use super::*;
+    use crate::shared_tests::checked_step;
     use ratchet_phase_machine::Step;
 
-    /// Runs a phase Job's script with a `keystone-manage` on its PATH that
-    /// exits `step` for the phase's own step and `check` for `db_sync
-    /// --check`: the Job's exit code.
     fn job_exit(template: &JobTemplate, step: i32, check: i32) -> i32 {
-        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("ratchet-keystone-{}-{run}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let fake = dir.join("keystone-manage");
-        std::fs::write(
-            &fake,
-            format!("#!/bin/sh\ncase \"$*\" in *--check) exit {check} ;; *) exit {step} ;; esac\n"),
-        )
-        .expect("fake keystone-manage");
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("executable");
-        let code = Command::new("/bin/sh")
-            .args(["-c", &template.command[2]])
-            .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
-            .status()
-            .expect("sh runs")
-            .code()
-            .unwrap_or(-1);
-        let _ = std::fs::remove_dir_all(&dir);
-        code
+        checked_step::job_exit(template, "keystone-manage", "--check", step, check)
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use crate::cinder::v1beta1::{Cinder, CinderStatus, CinderUpgradePhase};
 use crate::ironic::v1alpha1::{Ironic, IronicStatus, IronicUpgradePhase};
+use ratchet_api::common::UpgradeStatus;
 use ratchet_operator::service::plan::*;
 
 fn cinder(installed: &str, phase: CinderUpgradePhase, image: serde_json::Value) -> Cinder {
@@ -133,12 +134,15 @@ fn ironic(installed: &str, phase: IronicUpgradePhase) -> Ironic {
     .expect("ironic");
     i.metadata.namespace = Some("ns".into());
     i.status = Some(IronicStatus {
-        installed_release: installed.into(),
-        upgrade_phase: phase,
-        target_release: if phase == IronicUpgradePhase::None {
-            String::new()
-        } else {
-            "2026.2".into()
+        upgrade: UpgradeStatus {
+            installed_release: installed.into(),
+            upgrade_phase: phase,
+            target_release: if phase == IronicUpgradePhase::None {
+                String::new()
+            } else {
+                "2026.2".into()
+            },
+            ..Default::default()
         },
         ..Default::default()
     });

@@ -1,6 +1,7 @@
 use crate::cinder::v1beta1::Cinder;
 use crate::cinder::v1beta1::{CinderStatus, CinderUpgradePhase};
 use crate::ironic::v1alpha1::{Ironic, IronicStatus};
+use ratchet_api::common::UpgradeStatus;
 use ratchet_operator::webhooks::validation::validate;
 
 fn cinder(release: &str, image: serde_json::Value) -> Cinder {
@@ -129,7 +130,10 @@ fn the_same_rules_hold_for_ironic() {
     );
     let mut old = ironic("2026.2");
     old.status = Some(IronicStatus {
-        installed_release: "2026.2".into(),
+        upgrade: UpgradeStatus {
+            installed_release: "2026.2".into(),
+            ..Default::default()
+        },
         ..Default::default()
     });
     assert!(
