@@ -7,6 +7,7 @@ mod counting;
 mod install;
 mod operator;
 mod pods;
+mod real;
 mod setup;
 mod stats;
 mod storage;
@@ -38,6 +39,9 @@ enum Command {
     Chaos(chaos::ChaosArgs),
     /// Real pods (process kubelet, root): start latency and an image build, cold and cached.
     Pods(pods::PodsArgs),
+    /// A real upgrade under a client's load (process kubelet, root): failed
+    /// requests, latencies before and during, what was lost, Ratchet's overhead.
+    Real(real::RealArgs),
 }
 
 #[tokio::main]
@@ -56,5 +60,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Storage(args) => storage::run(args).await,
         Command::Chaos(args) => chaos::run(args).await,
         Command::Pods(args) => pods::run(args).await,
+        Command::Real(args) => real::run(args).await,
     }
 }

@@ -1,6 +1,7 @@
 //! Applying and removing owned objects: the thin I/O under every service.
 
 use std::fmt::Debug;
+use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -12,6 +13,12 @@ use crate::error::Result;
 use crate::labels::POD_SPEC_HASH;
 
 pub const FIELD_MANAGER: &str = "ratchet";
+
+/// How soon a pass looks again after a Job create met one of the same name.
+/// The old Job's deletion usually wakes the controller first, but nothing
+/// guarantees an event after the 409 (the deletion may have been seen before
+/// the create was refused), so a pass that waited only for one could stall.
+pub const REPLACE_RETRY: Duration = Duration::from_secs(1);
 
 /// Server-side apply, taking ownership of the fields Ratchet sets.
 pub async fn apply<K>(api: &Api<K>, name: &str, object: &K) -> Result<K>
@@ -41,7 +48,9 @@ pub enum JobEnsured {
     /// It already existed with this hash.
     Unchanged,
     Created,
-    /// An older one is still being removed; its deletion wakes the controller.
+    /// One of that name is still on the server (an older one being removed,
+    /// or one the cache has not seen yet): the caller looks again shortly,
+    /// since no event is sure to follow (see `REPLACE_RETRY`).
     Replacing,
 }
 

@@ -10,45 +10,19 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
-use common::real::{log_lines_naming, percentile, prepare_images, query, rows, secret};
+use common::real::{log_lines_naming, percentile, prepare_images, query, rows};
+use common::real_cinder::{self, IMAGES, NAME, manifest};
 use common::{Harness, StatusRecorder, condition};
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::api::PostParams;
 use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::ClientNetns;
-use ratchet_testenv::backing::{self, Backing};
+use ratchet_testenv::backing::Backing;
 use ratchet_testenv::load::cinder::{self, CinderLoadOptions};
 use ratchet_testenv::wait::until;
 use serde_json::json;
 
-const NAME: &str = "cinder";
-const FAKE_DRIVER: &str = "cinder.tests.fake_driver.FakeLoggingVolumeDriver";
 /// Cold: the first db sync and every real process start on two cores.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(900);
-
-fn manifest(release: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "cinder.openstack.c5c3.io/v1beta1",
-        "kind": "Cinder",
-        "metadata": { "name": NAME },
-        "spec": {
-            "openStackRelease": release,
-            "image": { "repository": "ratchet.test/cinder", "reference": { "tag": release } },
-            "database": { "secretName": "cinder-db", "key": "connection" },
-            "transport": { "secretName": "cinder-mq", "key": "url" },
-            "api": { "replicas": 2 },
-            "scheduler": { "replicas": 2 },
-            "backup": { "posixVolumeClaim": "cinder-backups" },
-            "volumeBackends": [
-                { "name": "fake-a", "options": { "volume_driver": FAKE_DRIVER } },
-                { "name": "fake-b", "options": { "volume_driver": FAKE_DRIVER } },
-            ],
-            // No Keystone resource exists yet: the API takes the noauth pipeline.
-            "extraConfig": { "DEFAULT": { "auth_strategy": "noauth" } },
-        }
-    })
-}
 
 /// The `services` rows: (binary, host, rpc version, object version, up).
 async fn service_rows(netns: &ClientNetns, db: &Backing) -> Result<Vec<Vec<String>>> {
@@ -98,21 +72,11 @@ async fn lost_casts(netns: &ClientNetns, db: &Backing, ids: &[&str]) -> Result<V
 
 #[tokio::test]
 async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lost() -> Result<()> {
-    prepare_images(&["ratchet.test/cinder:2026.1", "ratchet.test/cinder:2026.2"]).await?;
+    prepare_images(&IMAGES).await?;
     let h = Harness::start_real("cinder-real").await?;
-    let db = backing::mariadb(&h.client, h.name(), "mariadb", &["cinder"]).await?;
-    let mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq").await?;
-    secret(&h, "cinder-db", "connection", db.mysql_url("cinder")).await?;
-    secret(&h, "cinder-mq", "url", mq.amqp_url()).await?;
-    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": { "name": "cinder-backups" },
-        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))?;
-    h.api::<PersistentVolumeClaim>()
-        .create(&PostParams::default(), &claim)
-        .await?;
+    let db = real_cinder::backing(&h, &manifest("2026.1")?).await?;
 
-    h.create_cinder(manifest("2026.1")).await?;
+    h.create_cinder(manifest("2026.1")?).await?;
     let cinders = h.api::<Cinder>();
     until(
         &cinders,

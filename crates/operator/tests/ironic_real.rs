@@ -10,13 +10,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
-use common::real::{STEADY_WINDOW, percentile, prepare_images, rows, secret};
+use common::real::{STEADY_WINDOW, percentile, prepare_images, rows};
 use common::{Harness, WorkloadChange};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
+use ratchet_services::ironic::resource::{
+    REAL_POWER_INTERFACES, real_example_manifest, real_interfaces,
+};
 use ratchet_services::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
@@ -35,36 +38,8 @@ const UNPINNED_MAX: &str = "1.115";
 const HEARTBEAT_TIMEOUT_SECONDS: u32 = 60;
 const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
 
-/// The interfaces the tests' nodes and conductors use (`fake-hardware`, and
-/// `ipmi` whose conductor needs `ipmitool`).
-fn interfaces(power: &str) -> serde_json::Value {
-    json!({
-        // No Keystone resource exists yet.
-        "auth_strategy": "noauth",
-        "enabled_hardware_types": "ipmi,fake-hardware",
-        "enabled_boot_interfaces": "ipxe,pxe,fake",
-        "enabled_deploy_interfaces": "direct,fake",
-        "enabled_management_interfaces": "ipmitool,fake",
-        "enabled_power_interfaces": power,
-    })
-}
-const POWER_INTERFACES: &str = "ipmitool,fake";
-
 fn manifest(release: &str, apis: i32, conductors: i32) -> serde_json::Value {
-    json!({
-        "apiVersion": "ironic.openstack.c5c3.io/v1alpha1",
-        "kind": "Ironic",
-        "metadata": { "name": NAME },
-        "spec": {
-            "openStackRelease": release,
-            "image": { "repository": "ratchet.test/ironic", "tag": release },
-            "database": { "secretName": "ironic-db", "key": "connection" },
-            "transport": { "secretName": "ironic-mq", "key": "url" },
-            "api": { "replicas": apis },
-            "conductor": { "replicas": conductors },
-            "extraConfig": { "DEFAULT": interfaces(POWER_INTERFACES) },
-        }
-    })
+    real_example_manifest(NAME, release, "ratchet.test/ironic", apis, conductors)
 }
 
 fn ready(i: &Ironic) -> bool {
@@ -185,10 +160,11 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn start(prefix: &str) -> Result<(Harness, Backing)> {
     prepare_images(&["ratchet.test/ironic:2026.1", "ratchet.test/ironic:2026.2"]).await?;
     let h = Harness::start_real(prefix).await?;
-    let db = backing::mariadb(&h.client, h.name(), "mariadb", &["ironic"]).await?;
-    let mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq").await?;
-    secret(&h, "ironic-db", "connection", db.mysql_url("ironic")).await?;
-    secret(&h, "ironic-mq", "url", mq.amqp_url()).await?;
+    let provisioned =
+        backing::provision(&h.client, h.name(), NAME, &manifest("2026.1", 1, 1)["spec"]).await?;
+    let db = provisioned
+        .database
+        .context("the Ironic names a database")?;
     Ok((h, db))
 }
 
@@ -483,7 +459,7 @@ async fn a_real_failed_check_stops_before_the_pin_and_interrupted_migrations_res
             &Patch::Merge(json!({ "spec": {
                 "openStackRelease": "2026.2",
                 "image": { "tag": "2026.2" },
-                "extraConfig": { "DEFAULT": interfaces("ipmitool,fake,no-such-power") },
+                "extraConfig": { "DEFAULT": real_interfaces("ipmitool,fake,no-such-power") },
             } })),
         )
         .await?;
@@ -525,7 +501,7 @@ async fn a_real_failed_check_stops_before_the_pin_and_interrupted_migrations_res
             NAME,
             &PatchParams::default(),
             &Patch::Merge(
-                json!({ "spec": { "extraConfig": { "DEFAULT": interfaces(POWER_INTERFACES) } } }),
+                json!({ "spec": { "extraConfig": { "DEFAULT": real_interfaces(REAL_POWER_INTERFACES) } } }),
             ),
         )
         .await?;

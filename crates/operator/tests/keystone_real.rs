@@ -46,7 +46,7 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     let netns = h.env.client_netns()?;
     let options = KeystoneLoadOptions {
         admin_password: ADMIN_PASSWORD.into(),
-        pause: Duration::from_millis(200),
+        pause: keystone::DEFAULT_PAUSE,
     };
     let load = keystone::start(&h.client, &netns, h.name(), NAME, options).await?;
     let steady_from = SystemTime::now();

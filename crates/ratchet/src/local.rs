@@ -13,7 +13,9 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_services::{Registry, Services};
-use ratchet_testenv::{ClusterOptions, KubeletOptions, LocalCluster, SimKubelet};
+use ratchet_testenv::{
+    ClusterOptions, KubeletOptions, LocalCluster, ProcessKubelet, ProcessKubeletOptions, SimKubelet,
+};
 
 #[derive(Args)]
 pub struct LocalArgs {
@@ -52,11 +54,12 @@ pub const EXAMPLE_REPOSITORY: &str = "registry.invalid/openstack";
 /// The release the examples install.
 const EXAMPLE_RELEASE: &str = "2026.1";
 
-/// A running local control plane, its simulated kubelet and, optionally, the
-/// operator.
+/// A running local control plane, its simulated kubelet, optionally a process
+/// kubelet (real pods, in namespaces labelled for it) and the operator.
 pub struct Local {
     pub cluster: LocalCluster,
     pub kubelet: SimKubelet,
+    pub process: Option<ProcessKubelet>,
     pub operator: Option<OperatorHandle>,
 }
 
@@ -65,6 +68,9 @@ pub struct LocalOptions {
     pub keep_dir: bool,
     pub ready_delay: Duration,
     pub operator: bool,
+    /// Also start a process kubelet (needs root): pods of namespaces labelled
+    /// `ratchet.dev/kubelet=process` run as real processes.
+    pub processes: bool,
     /// The operator's instance name (its events' reporting instance).
     pub instance: &'static str,
 }
@@ -91,6 +97,18 @@ impl Local {
         )
         .await
         .context("starting the simulated kubelet")?;
+        let process = if options.processes {
+            let process = ProcessKubelet::start(client.clone(), ProcessKubeletOptions::default())
+                .await
+                .context("starting the process kubelet (real pods)")?;
+            println!(
+                "Process kubelet running: pods on node {} are real processes.",
+                process.node_name()
+            );
+            Some(process)
+        } else {
+            None
+        };
         let t = cluster.timings();
         println!(
             "Local cluster ready in {:.1}s (etcd {:.1}s, kube-apiserver {:.1}s, kube-controller-manager {:.1}s).",
@@ -120,6 +138,7 @@ impl Local {
         Ok(Local {
             cluster,
             kubelet,
+            process,
             operator,
         })
     }
@@ -136,11 +155,12 @@ impl Local {
         );
     }
 
-    /// Stops the operator, then the kubelet and the cluster.
+    /// Stops the operator, then the kubelets (real pods first) and the cluster.
     pub async fn stop(self) {
         if let Some(operator) = self.operator {
             operator.stop().await;
         }
+        drop(self.process);
         drop(self.kubelet);
         drop(self.cluster);
     }
@@ -199,6 +219,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         keep_dir: args.keep_dir,
         ready_delay: Duration::from_millis(args.ready_delay_ms),
         operator: !args.no_operator,
+        processes: false,
         instance: "ratchet-local",
     })
     .await?;

@@ -1,16 +1,7 @@
-//! The `ratchet` command.
-
-mod crds;
-mod demo;
-mod local;
-mod manage;
-mod manifests;
-mod operator;
-mod resource_status;
-mod storage;
-mod timeline;
+//! The `ratchet` command: its arguments and subcommands (the library does the work).
 
 use clap::{Parser, Subcommand};
+use ratchet::{crds, demo, local, manage, manifests, operator, storage, timeline};
 
 #[derive(Parser)]
 #[command(
@@ -91,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
             .init(),
     }
     match cli.command {
-        Command::Demo(args) => demo::run(args).await,
+        Command::Demo(args) => demo::run(args).await.map(|_| ()),
         Command::Local(args) => local::run(args).await,
         Command::Crds(args) => crds::run(args).await,
         Command::Manifests(args) => manifests::run(args),

@@ -2,17 +2,25 @@
 //! kubelet: MariaDB and RabbitMQ from Debian's packages, each a bare pod with
 //! its data in an emptyDir (kept across container restarts). There is no
 //! kube-proxy: clients reach them at their pod addresses.
+//!
+//! Each server runs under a small supervisor shell that stops it while a
+//! marker file exists in the pod's `control` emptyDir ([`Backing::pause`])
+//! and starts it again once the marker is gone ([`Backing::resume`]): an
+//! outage of the service that keeps its data and its address, as a database
+//! behind a Service would.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::path::Path;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use crate::error::{Result, TestEnvError};
-use crate::wait::{until, until_deleted};
+use crate::wait::until;
 
 pub const MARIADB_IMAGE: &str = "ratchet.test/mariadb:10.11";
 pub const RABBITMQ_IMAGE: &str = "ratchet.test/rabbitmq:3.10";
@@ -25,8 +33,6 @@ pub struct Backing {
     pub namespace: String,
     pub pod: String,
     pub ip: Ipv4Addr,
-    /// The pod as created, to start it again after [`Backing::stop`].
-    manifest: Value,
 }
 
 /// Credentials every backing service of a test uses (they live in the
@@ -48,21 +54,81 @@ impl Backing {
         format!("rabbit://{USER}:{PASSWORD}@{}:5672/", self.ip)
     }
 
-    /// Deletes the pod and waits until it is gone (its data goes with it).
-    pub async fn stop(&self, client: &Client) -> Result<()> {
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &self.namespace);
-        pods.delete(&self.pod, &DeleteParams::default()).await?;
-        until_deleted(&pods, &self.pod, START_TIMEOUT)
-            .await
-            .map_err(|e| service_error(&self.pod, e))
+    /// Stops the server and waits until its pod reports not ready; the pod,
+    /// its data and its address stay. `pods_dir` is the process kubelet's
+    /// directory of the namespace (`TestEnv::pods_dir`).
+    pub async fn pause(&self, client: &Client, pods_dir: &Path) -> Result<()> {
+        let marker = self.pause_marker(client, pods_dir).await?;
+        std::fs::write(&marker, b"paused\n").map_err(|source| TestEnvError::Io {
+            path: marker.clone(),
+            source,
+        })?;
+        self.wait_ready(client, false).await
     }
 
-    /// Creates the pod again and waits until it is ready; its address may change.
-    pub async fn start_again(&mut self, client: &Client) -> Result<()> {
-        let started = start(client, &self.namespace, &self.pod, self.manifest.clone()).await?;
-        *self = started;
-        Ok(())
+    /// Starts the server again after [`Backing::pause`] and waits until it is ready.
+    pub async fn resume(&self, client: &Client, pods_dir: &Path) -> Result<()> {
+        let marker = self.pause_marker(client, pods_dir).await?;
+        match std::fs::remove_file(&marker) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(TestEnvError::Io {
+                    path: marker,
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+        self.wait_ready(client, true).await
     }
+
+    /// The marker file in the running pod's `control` volume.
+    async fn pause_marker(&self, client: &Client, pods_dir: &Path) -> Result<std::path::PathBuf> {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &self.namespace);
+        let uid = pods
+            .get(&self.pod)
+            .await?
+            .metadata
+            .uid
+            .ok_or_else(|| service_error(&self.pod, "the pod has no uid"))?;
+        let control = crate::process_kubelet::volume_dir(pods_dir, &self.pod, &uid, "control");
+        Ok(control.join(PAUSE_MARKER))
+    }
+
+    async fn wait_ready(&self, client: &Client, ready: bool) -> Result<()> {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &self.namespace);
+        let what = if ready { "ready again" } else { "not ready" };
+        until(&pods, &self.pod, START_TIMEOUT, what, |p| {
+            is_ready(p) == ready
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| service_error(&self.pod, e))
+    }
+}
+
+/// The file whose presence in the `control` volume keeps the server stopped.
+const PAUSE_MARKER: &str = "paused";
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// `server` (a command line that runs the server in the foreground) under a
+/// supervisor shell: stopped while `/control/paused` exists, started again
+/// once it is gone, stopped for good on SIGTERM (the pod's deletion).
+fn supervised(server: &str) -> String {
+    format!(
+        "pid=; trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM; \
+         while :; do \
+           while [ -e /control/{PAUSE_MARKER} ]; do sleep 0.2; done; \
+           {server} & pid=$!; \
+           while [ ! -e /control/{PAUSE_MARKER} ] && kill -0 $pid 2>/dev/null; do sleep 0.2; done; \
+           kill $pid 2>/dev/null; wait $pid; \
+         done"
+    )
 }
 
 fn service_error(pod: &str, detail: impl std::fmt::Display) -> TestEnvError {
@@ -74,7 +140,10 @@ fn service_error(pod: &str, detail: impl std::fmt::Display) -> TestEnvError {
 
 fn manifest(name: &str, container: Value, port: u16) -> Value {
     let mut container = container;
-    container["volumeMounts"] = json!([{ "name": "data", "mountPath": "/data" }]);
+    container["volumeMounts"] = json!([
+        { "name": "data", "mountPath": "/data" },
+        { "name": "control", "mountPath": "/control" },
+    ]);
     container["readinessProbe"] = json!({ "tcpSocket": { "port": port }, "periodSeconds": 1 });
     json!({
         "apiVersion": "v1",
@@ -83,22 +152,26 @@ fn manifest(name: &str, container: Value, port: u16) -> Value {
         "spec": {
             "terminationGracePeriodSeconds": 10,
             "containers": [container],
-            "volumes": [{ "name": "data", "emptyDir": {} }],
+            "volumes": [
+                { "name": "data", "emptyDir": {} },
+                { "name": "control", "emptyDir": {} },
+            ],
         }
     })
 }
 
 async fn start(client: &Client, namespace: &str, name: &str, manifest: Value) -> Result<Backing> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let pod: Pod = serde_json::from_value(manifest.clone())
+    let pod: Pod = serde_json::from_value(manifest)
         .map_err(|e| service_error(name, format!("manifest: {e}")))?;
     pods.create(&PostParams::default(), &pod).await?;
-    let ready = until(&pods, name, START_TIMEOUT, "backing service ready", |p| {
-        p.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-    })
+    let ready = until(
+        &pods,
+        name,
+        START_TIMEOUT,
+        "backing service ready",
+        is_ready,
+    )
     .await
     .map_err(|e| service_error(name, e))?;
     let ip = ready
@@ -110,7 +183,6 @@ async fn start(client: &Client, namespace: &str, name: &str, manifest: Value) ->
         namespace: namespace.to_string(),
         pod: name.to_string(),
         ip,
-        manifest,
     })
 }
 
@@ -128,11 +200,16 @@ pub async fn mariadb(
         init.push_str(&format!("CREATE DATABASE IF NOT EXISTS {database};\n"));
     }
     // The init file is written by the container itself, from its environment.
-    let script = "printf '%s' \"$INIT_SQL\" > /tmp/init.sql \
-        && mariadb-install-db --user=root --datadir=/data --skip-test-db > /dev/null \
-        && exec mariadbd --user=root --datadir=/data --bind-address=0.0.0.0 --port=3306 \
-           --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --init-file=/tmp/init.sql \
-           --skip-log-error --skip-name-resolve --max-connections=500";
+    let server = supervised(
+        "mariadbd --user=root --datadir=/data --bind-address=0.0.0.0 --port=3306 \
+         --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --init-file=/tmp/init.sql \
+         --skip-log-error --skip-name-resolve --max-connections=500",
+    );
+    let script = format!(
+        "printf '%s' \"$INIT_SQL\" > /tmp/init.sql \
+         && mariadb-install-db --user=root --datadir=/data --skip-test-db > /dev/null \
+         && {server}"
+    );
     let container = json!({
         "name": "mariadb",
         "image": MARIADB_IMAGE,
@@ -147,8 +224,10 @@ pub async fn rabbitmq(client: &Client, namespace: &str, name: &str) -> Result<Ba
     let config = format!(
         "loopback_users = none\ndefault_user = {USER}\ndefault_pass = {PASSWORD}\nlisteners.tcp.default = 5672\n"
     );
-    let script = "printf '%s' \"$RABBITMQ_CONF\" > /data/rabbitmq.conf \
-        && exec /usr/lib/rabbitmq/bin/rabbitmq-server";
+    let script = format!(
+        "printf '%s' \"$RABBITMQ_CONF\" > /data/rabbitmq.conf && {}",
+        supervised("/usr/lib/rabbitmq/bin/rabbitmq-server")
+    );
     let container = json!({
         "name": "rabbitmq",
         "image": RABBITMQ_IMAGE,
@@ -163,4 +242,131 @@ pub async fn rabbitmq(client: &Client, namespace: &str, name: &str) -> Result<Ba
         ],
     });
     start(client, namespace, name, manifest(name, container, 5672)).await
+}
+
+/// What a resource's spec asks of the environment it runs in, provided:
+/// MariaDB when it names a `database` Secret, RabbitMQ when it names a
+/// `transport` Secret, every Secret key it refers to, every claim it names.
+#[derive(Clone, Debug)]
+pub struct Provisioned {
+    pub database: Option<Backing>,
+    pub bus: Option<Backing>,
+    /// (Secret, key) → the value written.
+    pub secrets: BTreeMap<(String, String), String>,
+}
+
+/// The value of every Secret key a spec refers to other than the database
+/// and the bus (an admin password, say).
+pub const SECRET_VALUE: &str = "ratchet-test-secret";
+
+/// Reads `spec` (a resource's spec, as JSON) and provides in `namespace` what
+/// it refers to: `{ secretName, key }` fields at its top level become Secrets
+/// (`database`: a MariaDB database named `service`; `transport`: RabbitMQ;
+/// anything else: [`SECRET_VALUE`]), string fields named `…VolumeClaim`
+/// anywhere in it become claims (ReadWriteMany, 1 GiB).
+pub async fn provision(
+    client: &Client,
+    namespace: &str,
+    service: &str,
+    spec: &Value,
+) -> Result<Provisioned> {
+    let references: Vec<(&str, &str, &str)> = spec
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(field, value)| {
+            Some((
+                field.as_str(),
+                value["secretName"].as_str()?,
+                value["key"].as_str()?,
+            ))
+        })
+        .collect();
+    let needs = |wanted: &str| references.iter().any(|(field, _, _)| *field == wanted);
+    let database = match needs("database") {
+        true => Some(mariadb(client, namespace, "mariadb", &[service]).await?),
+        false => None,
+    };
+    let bus = match needs("transport") {
+        true => Some(rabbitmq(client, namespace, "rabbitmq").await?),
+        false => None,
+    };
+    let secrets_api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut secrets = BTreeMap::new();
+    for (field, name, key) in references {
+        let value = match (field, &database, &bus) {
+            ("database", Some(db), _) => db.mysql_url(service),
+            ("transport", _, Some(mq)) => mq.amqp_url(),
+            _ => SECRET_VALUE.to_string(),
+        };
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "stringData": { key: value },
+        }))
+        .map_err(|e| service_error(name, format!("Secret: {e}")))?;
+        secrets_api
+            .patch(
+                name,
+                &PatchParams::apply("ratchet-testenv"),
+                &Patch::Apply(&secret),
+            )
+            .await?;
+        secrets.insert((name.to_string(), key.to_string()), value);
+    }
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    for claim in claims_named(spec) {
+        let object: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": { "name": claim },
+            "spec": { "accessModes": ["ReadWriteMany"], "resources": { "requests": { "storage": "1Gi" } } },
+        }))
+        .map_err(|e| service_error(&claim, format!("claim: {e}")))?;
+        claims_api.create(&PostParams::default(), &object).await?;
+    }
+    Ok(Provisioned {
+        database,
+        bus,
+        secrets,
+    })
+}
+
+/// Every string value of a field named `…VolumeClaim` in `value`, once each.
+fn claims_named(value: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(fields) => {
+                for (field, inner) in fields {
+                    match inner.as_str() {
+                        Some(claim) if field.ends_with("VolumeClaim") => {
+                            found.push(claim.to_string())
+                        }
+                        _ => pending.push(inner),
+                    }
+                }
+            }
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_found_wherever_the_spec_names_them() {
+        let spec = json!({
+            "backup": { "posixVolumeClaim": "backups" },
+            "imageStore": { "fileVolumeClaim": "images" },
+            "volumeBackends": [{ "name": "a", "scratchVolumeClaim": "backups" }],
+            "database": { "secretName": "db", "key": "connection" },
+        });
+        assert_eq!(claims_named(&spec), ["backups", "images"]);
+        assert!(claims_named(&json!({ "replicas": 2 })).is_empty());
+    }
 }

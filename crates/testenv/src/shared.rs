@@ -116,12 +116,7 @@ impl TestEnv {
     /// A network namespace on the pod network with an address of its own, for
     /// load clients and probes that must reach pods (never from the host).
     pub fn client_netns(&self) -> Result<ClientNetns> {
-        let attachment = self.process()?.network.attach_client()?;
-        let runtime = NetnsRuntime::start(&attachment.netns)?;
-        Ok(ClientNetns {
-            runtime,
-            attachment,
-        })
+        ClientNetns::attach(&self.process()?.network)
     }
 
     /// A new client; make one per test (clients belong to the runtime that made them).
@@ -219,6 +214,16 @@ pub struct ClientNetns {
 }
 
 impl ClientNetns {
+    /// A new client namespace on `network` (a process kubelet's pod network).
+    pub fn attach(network: &PodNetwork) -> Result<ClientNetns> {
+        let attachment = network.attach_client()?;
+        let runtime = NetnsRuntime::start(&attachment.netns)?;
+        Ok(ClientNetns {
+            runtime,
+            attachment,
+        })
+    }
+
     pub fn ip(&self) -> Ipv4Addr {
         self.attachment.ip
     }

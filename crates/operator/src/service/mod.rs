@@ -97,6 +97,13 @@ pub trait OpenStackService:
     /// sizes what a demo varies, Cinder's volume back ends (Ironic runs two APIs
     /// and two conductors whatever it says).
     fn example(name: &str, release: &str, repository: &str, scale: usize) -> Example;
+    /// The example as real processes run it on the test environment's process
+    /// kubelet (images from `repository` there, back ends and auth that need
+    /// neither privileges nor a Keystone): what the real tests, `ratchet demo
+    /// --real` and the real benchmarks install. `None`: no real run yet.
+    fn real_example(_name: &str, _release: &str, _repository: &str) -> Option<Example> {
+        None
+    }
     /// Service-specific reasons admission refuses the resource (the release
     /// and image rules are shared).
     fn violations(&self) -> Vec<String> {

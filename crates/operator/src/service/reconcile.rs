@@ -23,7 +23,7 @@ use super::key_secrets;
 use super::model::{ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
 use super::render::{self, Owner, PodParams};
-use crate::children::{apply, delete_background, ensure_job};
+use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events;
@@ -133,7 +133,7 @@ impl<S: OpenStackService> Pass<S> {
             .partition(|a| matches!(a, JobAction::Delete { .. }));
         execute_jobs(&ctx, &owner, &model, &children, &deletions).await?;
         let reference = object.object_ref(&());
-        let (_, _, written) = tokio::try_join!(
+        let (replacing, _, written) = tokio::try_join!(
             execute_jobs(&ctx, &owner, &model, &children, &ensures),
             self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
             record_transition(
@@ -155,7 +155,11 @@ impl<S: OpenStackService> Pass<S> {
             self.remember(annotated);
         }
 
-        match (decision.outcome, children.recheck_after) {
+        let recheck_after = match (children.recheck_after, replacing) {
+            (after, false) => after,
+            (after, true) => Some(after.map_or(REPLACE_RETRY, |a| a.min(REPLACE_RETRY))),
+        };
+        match (decision.outcome, recheck_after) {
             (Outcome::Settled | Outcome::Waiting, Some(after)) => Ok(Action::requeue(after)),
             (Outcome::Settled | Outcome::Waiting, None) => Ok(Action::await_change()),
             (Outcome::Failed { reason, message }, _) => Err(Error::Blocked { reason, message }),
@@ -255,8 +259,12 @@ impl<S: OpenStackService> Pass<S> {
                         WorkloadKind::Deployment => {}
                         WorkloadKind::StatefulSet => {
                             // The headless Service gives the pods their names.
-                            apply(&services, name, &render::headless_service(owner, workload)?)
-                                .await?;
+                            self.apply_service(
+                                ctx,
+                                owner,
+                                &render::headless_service(owner, workload)?,
+                            )
+                            .await?;
                             if !unchanged {
                                 apply(&stateful_sets, name, &render::stateful_set(desired)?)
                                     .await?;
@@ -332,14 +340,17 @@ async fn replace_stuck_pods(
     Ok(())
 }
 
+/// Creates, replaces and deletes phase Jobs; true when a create met a Job of
+/// the same name still on the server (the pass then looks again shortly).
 async fn execute_jobs(
     ctx: &Context,
     owner: &Owner,
     model: &ServiceModel,
     children: &Children,
     actions: &[&JobAction],
-) -> Result<()> {
+) -> Result<bool> {
     let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let mut replacing = false;
     for action in actions {
         match action {
             JobAction::Ensure {
@@ -362,14 +373,19 @@ async fn execute_jobs(
                         fail_fast_exit_codes,
                     },
                 )?;
-                ensure_job(&api, children.jobs.get(suffix).map(Arc::as_ref), &desired).await?;
+                let ensured =
+                    ensure_job(&api, children.jobs.get(suffix).map(Arc::as_ref), &desired).await?;
+                if ensured == JobEnsured::Replacing {
+                    tracing::debug!(name = %owner.name, namespace = %owner.namespace, suffix, "a Job of that name is still on the server; looking again shortly");
+                    replacing = true;
+                }
             }
             JobAction::Delete { suffix } => {
                 delete_background(&api, &owner.job_name(suffix)).await?;
             }
         }
     }
-    Ok(())
+    Ok(replacing)
 }
 
 /// Publishes the decision's events, then writes the decided status when it

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 pub mod real;
+pub mod real_cinder;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -13,6 +13,7 @@ use ratchet_operator::testing::witness::{
 };
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
+pub use ratchet_testenv::load::percentile;
 use ratchet_testenv::load::{RunningLoad, Tally};
 use ratchet_testenv::process_kubelet::images::Catalogue;
 use ratchet_testenv::wait::until;
@@ -176,16 +177,6 @@ pub async fn rows(
         .lines()
         .map(|l| l.split('\t').map(str::to_string).collect())
         .collect())
-}
-
-/// The `p`-quantile (0..=1) of `values`, 0 for none.
-pub fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[index.min(values.len() - 1)]
 }
 
 /// How long a quiet window of load lasts before the upgrade, as its baseline.

@@ -4,9 +4,10 @@
 //! an injected failure, which it then aborts, or recovers from when the failed
 //! phase is past the point of no return), and ends with a timeline and a verdict.
 
+pub mod real;
 mod subject;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::local::{Local, LocalOptions};
 use crate::resource_status::{condition, status_text};
@@ -19,7 +20,8 @@ use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ratchet_release::Release;
 use ratchet_services::Services;
-use ratchet_testenv::{Behaviour, PodSelector, RuleId, Scenarios};
+use ratchet_testenv::binding::{KUBELET_LABEL, PROCESS};
+use ratchet_testenv::{Behaviour, ClientNetns, PodSelector, RuleId, Scenarios};
 use subject::{Service, observed_current};
 
 mod upgrade;
@@ -69,6 +71,12 @@ pub struct DemoArgs {
     /// Delay before a simulated pod becomes Ready, in milliseconds.
     #[arg(long, default_value_t = 300)]
     ready_delay_ms: u64,
+    /// Run the service for real: its processes from PyPI as real pods (the
+    /// process kubelet; needs root), against MariaDB and RabbitMQ pods, with a
+    /// client using its API throughout; the verdict counts failed requests
+    /// and lost objects.
+    #[arg(long, conflicts_with_all = ["inject", "backends"])]
+    real: bool,
     /// Keep the cluster's directory (certificates, logs, etcd data) after exit.
     #[arg(long)]
     keep_dir: bool,
@@ -77,9 +85,28 @@ pub struct DemoArgs {
     exit_when_done: bool,
 }
 
-pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+impl DemoArgs {
+    /// `ratchet demo --real --service <service> --exit-when-done`: what the
+    /// real-upgrade benchmark runs.
+    pub fn real(service: &str) -> DemoArgs {
+        DemoArgs {
+            service: service.to_string(),
+            release: "2026.1".into(),
+            to: None,
+            inject: None,
+            backends: 1,
+            ready_delay_ms: 300,
+            keep_dir: false,
+            exit_when_done: true,
+            real: true,
+        }
+    }
+}
+
+/// Runs the demo; with `--real` and an upgrade, the client's figures.
+pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
     // Refused before anything starts: a flag with nothing to act on.
-    let service = Service::new(&args.service, &args.release, args.backends)?;
+    let service = Service::new(&args.service, &args.release, args.backends, args.real)?;
     if let Some(inject) = args.inject
         && service.injected_into(inject).is_empty()
     {
@@ -92,10 +119,25 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             service.kind()
         );
     }
+    let from: Release = args.release.parse()?;
+    let to = match args.to.as_deref() {
+        Some("none") => None,
+        Some(text) => Some(text.parse::<Release>()?),
+        None => from.next(),
+    };
+    if args.real {
+        let releases: Vec<String> = [Some(from), to]
+            .iter()
+            .flatten()
+            .map(Release::to_string)
+            .collect();
+        real::prepare_images(service.name(), &releases).await?;
+    }
     let local = Local::start(LocalOptions {
         keep_dir: args.keep_dir,
         ready_delay: Duration::from_millis(args.ready_delay_ms),
         operator: true,
+        processes: args.real,
         instance: "ratchet-demo",
     })
     .await?;
@@ -103,8 +145,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let scenarios = local.kubelet.scenarios();
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace =
-        serde_json::from_value(serde_json::json!({ "metadata": { "name": NAMESPACE } }))?;
+    let labels = match args.real {
+        true => serde_json::json!({ KUBELET_LABEL: PROCESS }),
+        false => serde_json::json!({}),
+    };
+    let ns: Namespace = serde_json::from_value(
+        serde_json::json!({ "metadata": { "name": NAMESPACE, "labels": labels } }),
+    )?;
     namespaces
         .patch(
             NAMESPACE,
@@ -112,9 +159,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             &Patch::Apply(&ns),
         )
         .await?;
-    ratchet_operator::install::ensure_example_secrets::<Services>(&client, NAMESPACE).await?;
-    simulate_check(scenarios, &service, 0);
     let mut manifest = service.manifest();
+    if args.real {
+        real::provision(&client, &service, &manifest).await?;
+    } else {
+        ratchet_operator::install::ensure_example_secrets::<Services>(&client, NAMESPACE).await?;
+        simulate_check(scenarios, &service, 0);
+    }
     if args.inject == Some(Inject::StuckRollout) {
         // A short progress deadline so the stall is reported within the demo.
         manifest["spec"]["rolloutDeadlineSeconds"] = serde_json::json!(10);
@@ -133,22 +184,57 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         args.release,
         service.shape()
     );
+    // Real processes start in tens of seconds each on two cores.
+    let install_limit = Duration::from_secs(if args.real { 900 } else { 300 });
+    follow_until_ready(&service, &api, started, install_limit).await?;
 
-    follow_until_ready(&service, &api, started).await?;
-
-    let from: Release = args.release.parse()?;
-    let to = match args.to.as_deref() {
-        Some("none") => None,
-        Some(text) => Some(text.parse::<Release>()?),
-        None => from.next(),
+    let running_client = match &local.process {
+        Some(process) if to.is_some() => {
+            let netns = ClientNetns::attach(&process.network())?;
+            let running = real::RunningClient::start(&client, &service, netns).await?;
+            println!(
+                "Steady state for {}s before the upgrade, to compare the client's latencies with.",
+                real::STEADY_WINDOW.as_secs()
+            );
+            tokio::time::sleep(real::STEADY_WINDOW).await;
+            println!("  load: {}", running.counters().line());
+            Some(running)
+        }
+        _ => None,
     };
+    let mut figures = None;
     let verdict = match to {
         Some(to) => {
             let injected = args
                 .inject
                 .and_then(|inject| inject_failure(scenarios, &service, inject, &to));
             let injected = injected.map(|rule| (scenarios, rule));
-            upgrade::run(&client, &service, &api, from, to, injected).await?
+            let counters = running_client.as_ref().map(real::RunningClient::counters);
+            let rolls = running_client
+                .as_ref()
+                .map(|_| real::RollClock::start(&client));
+            let (upgrade_from, began) = (SystemTime::now(), Instant::now());
+            let verdict =
+                upgrade::run(&client, &service, &api, from, to, injected, counters).await?;
+            let wall = began.elapsed();
+            match running_client {
+                Some(running) => {
+                    let rolls = rolls.map(real::RollClock::stop).unwrap_or_default();
+                    let timeline =
+                        crate::timeline::read(&client, service.name(), NAMESPACE, service.name())
+                            .await
+                            .ok();
+                    let load = running
+                        .finish((upgrade_from, SystemTime::now()))
+                        .await?
+                        .with_work(wall, timeline.as_ref(), &rolls);
+                    println!("{}", load.line());
+                    let verdict = format!("{verdict} {}", load.verdict());
+                    figures = Some(load);
+                    verdict
+                }
+                None => verdict,
+            }
         }
         None => format!("VERDICT: installed {from}; no upgrade requested."),
     };
@@ -156,7 +242,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     local.print_access(
         Some(NAMESPACE),
         &format!(
-            "{},deployments,statefulsets,jobs",
+            "{},deployments,statefulsets,jobs,pods",
             service.resource().plural
         ),
     );
@@ -166,7 +252,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         println!("Stopping.");
     }
     local.stop().await;
-    Ok(())
+    Ok(figures)
 }
 
 /// Prints every change of the resource's conditions until it is Ready.
@@ -174,13 +260,13 @@ async fn follow_until_ready(
     service: &Service,
     api: &Api<DynamicObject>,
     started: Instant,
+    deadline: Duration,
 ) -> anyhow::Result<()> {
     let config = watcher::Config::default().fields(&format!("metadata.name={}", service.name()));
     let mut stream = watcher::watcher(api.clone(), config)
         .applied_objects()
         .boxed();
     let mut last = String::new();
-    let deadline = Duration::from_secs(300);
     loop {
         let next = tokio::time::timeout(deadline.saturating_sub(started.elapsed()), stream.next())
             .await

@@ -35,18 +35,25 @@ pub fn names() -> Vec<&'static str> {
 }
 
 impl Service {
-    /// `service` at `release`, sized by `scale` (Cinder's volume back ends).
-    pub fn new(service: &str, release: &str, scale: usize) -> anyhow::Result<Service> {
+    /// `service` at `release`, sized by `scale` (Cinder's volume back ends);
+    /// `real`: as its real processes run it (`OpenStackService::real_example`).
+    pub fn new(service: &str, release: &str, scale: usize, real: bool) -> anyhow::Result<Service> {
         struct Build<'a> {
             release: &'a str,
             scale: usize,
+            real: bool,
         }
         impl ServiceFn for Build<'_> {
             type Output = anyhow::Result<Service>;
             fn call<S: OpenStackService>(self) -> Self::Output {
                 let name = S::SERVICE;
-                let repository = format!("{EXAMPLE_REPOSITORY}/{name}");
-                let example = S::example(name, self.release, &repository, self.scale);
+                let example = if self.real {
+                    S::real_example(name, self.release, &super::real::repository(name))
+                        .with_context(|| format!("{name} has no real run yet"))?
+                } else {
+                    let repository = format!("{EXAMPLE_REPOSITORY}/{name}");
+                    S::example(name, self.release, &repository, self.scale)
+                };
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
                 let workloads = object.model(name).workloads;
@@ -66,8 +73,15 @@ impl Service {
                 })
             }
         }
-        Services::with_service(service, Build { release, scale })
-            .with_context(|| format!("no service {service:?}: one of {:?}", names()))?
+        Services::with_service(
+            service,
+            Build {
+                release,
+                scale,
+                real,
+            },
+        )
+        .with_context(|| format!("no service {service:?}: one of {:?}", names()))?
     }
 
     /// The name of the demo's resource (and the prefix of everything it owns).
@@ -184,7 +198,8 @@ mod tests {
 
     #[test]
     fn failures_land_in_each_services_own_jobs() {
-        let service = |name: &str| Service::new(name, "2026.1", 1).expect("a registered service");
+        let service =
+            |name: &str| Service::new(name, "2026.1", 1, false).expect("a registered service");
         let cases = [
             ("cinder", Inject::FailSchema, "cinder-db-expand"),
             ("cinder", Inject::FailCheck, "cinder-db-migrate"),
@@ -232,13 +247,26 @@ mod tests {
         assert!(cinder.is_failure("ContractFailed"));
         assert!(!cinder.is_failure("ExpandInProgress"));
         assert!(cinder.abortable("Contracting"));
-        assert!(Service::new("nova", "2026.1", 1).is_err());
+        assert!(Service::new("nova", "2026.1", 1, false).is_err());
+    }
+
+    #[test]
+    fn every_service_has_a_real_example_on_the_catalogues_images() {
+        for name in names() {
+            let service = Service::new(name, "2026.1", 1, true).expect("a real example");
+            let image = &service.manifest()["spec"]["image"];
+            assert_eq!(
+                image["repository"],
+                format!("ratchet.test/{name}"),
+                "{name}: {image}"
+            );
+        }
     }
 
     #[test]
     fn the_release_patch_moves_release_and_tag_where_each_keeps_its_tag() {
         let release: Release = "2026.2".parse().expect("release");
-        let cinder = Service::new("cinder", "2026.1", 2).expect("cinder");
+        let cinder = Service::new("cinder", "2026.1", 2, false).expect("cinder");
         assert_eq!(cinder.tag_field(), "spec.image.reference.tag");
         assert_eq!(cinder.shape(), "2 back end(s)");
         assert_eq!(
@@ -248,7 +276,7 @@ mod tests {
                 "image": { "reference": { "tag": "2026.2" } },
             } })
         );
-        let ironic = Service::new("ironic", "2026.1", 1).expect("ironic");
+        let ironic = Service::new("ironic", "2026.1", 1, false).expect("ironic");
         assert_eq!(ironic.tag_field(), "spec.image.tag");
         assert_eq!(
             ironic.release_patch(release),

@@ -16,10 +16,14 @@ use ratchet_release::Release;
 use ratchet_testenv::{RuleId, Scenarios};
 
 use super::NAMESPACE;
+use super::real::Counters;
 use super::subject::{Service, observed_current};
 use crate::resource_status::{condition, status_text};
 
 const LIMIT: Duration = Duration::from_secs(300);
+/// With a client running: the longest the demo stays silent (a line with
+/// the client's counters when nothing else happened).
+const QUIET: Duration = Duration::from_secs(10);
 
 enum Seen {
     Resource(Box<DynamicObject>),
@@ -59,11 +63,14 @@ struct Follower {
     /// Whether this follow moves forward (a roll after promotion is then the
     /// second roll), not back (an abort's roll back).
     forward: bool,
+    /// The running client's counters, printed beside every line.
+    counters: Option<Counters>,
 }
 
 impl Follower {
-    fn new(service: &Service) -> Follower {
+    fn new(service: &Service, counters: Option<Counters>) -> Follower {
         Follower {
+            counters,
             service: service.clone(),
             earlier_failure: None,
             started: Instant::now(),
@@ -80,7 +87,11 @@ impl Follower {
     }
 
     fn say(&self, text: &str) {
-        println!("  [{:>5.1}s] {text}", self.started.elapsed().as_secs_f64());
+        let at = self.started.elapsed().as_secs_f64();
+        match &self.counters {
+            Some(counters) => println!("  [{at:>5.1}s] {text:<64} | load: {}", counters.line()),
+            None => println!("  [{at:>5.1}s] {text}"),
+        }
     }
 
     fn on_resource(&mut self, object: &DynamicObject, target: Release) -> Option<Ending> {
@@ -226,14 +237,26 @@ impl Follower {
         let jobs = in_namespace(client, |j: Job| Seen::Job(Box::new(j)));
         let events = in_namespace(client, |e: Event| Seen::Event(Box::new(e)));
         let mut events = stream::select_all([resources, jobs, events]);
-        let deadline = Instant::now() + LIMIT;
+        // Real processes take minutes where simulated ones take seconds.
+        let limit = if self.counters.is_some() {
+            3 * LIMIT
+        } else {
+            LIMIT
+        };
+        let deadline = Instant::now() + limit;
         loop {
-            let next = tokio::time::timeout(
-                deadline.saturating_duration_since(Instant::now()),
-                events.next(),
-            )
-            .await
-            .context("the upgrade did not finish in time")?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let wait = match &self.counters {
+                Some(_) => left.min(QUIET),
+                None => left,
+            };
+            let Ok(next) = tokio::time::timeout(wait, events.next()).await else {
+                if Instant::now() >= deadline {
+                    bail!("the upgrade did not finish within {}s", limit.as_secs());
+                }
+                self.say("…");
+                continue;
+            };
             match next {
                 Some(Ok(Seen::Resource(o))) => {
                     if let Some(ending) = self.on_resource(&o, target) {
@@ -315,8 +338,9 @@ pub async fn run(
     from: Release,
     to: Release,
     injected: Option<(&Scenarios, RuleId)>,
+    counters: Option<Counters>,
 ) -> anyhow::Result<String> {
-    let verdict = upgrade_and_recover(client, service, api, from, to, injected).await?;
+    let verdict = upgrade_and_recover(client, service, api, from, to, injected, counters).await?;
     let name = service.name();
     println!("Timeline (ratchet timeline {name}/{name} -n {NAMESPACE}):");
     print!(
@@ -333,10 +357,11 @@ async fn upgrade_and_recover(
     from: Release,
     to: Release,
     injected: Option<(&Scenarios, RuleId)>,
+    counters: Option<Counters>,
 ) -> anyhow::Result<String> {
     let (kind, field) = (service.kind(), service.tag_field());
     println!("Upgrading {from} → {to}: patching spec.openStackRelease and {field} together.");
-    let mut follower = Follower::new(service);
+    let mut follower = Follower::new(service, counters.clone());
     // The install's events and Jobs are history: print only what the upgrade adds.
     follower.events_seen = existing::<Event>(client, |e| e.metadata.name.clone()).await?;
     follower.jobs_finished = existing::<Job>(client, |j| j.metadata.uid.clone()).await?;
@@ -355,7 +380,7 @@ async fn upgrade_and_recover(
         ));
     };
     println!("The upgrade failed in {phase}: {reason}: {message}");
-    let mut next = Follower::new(service);
+    let mut next = Follower::new(service, counters);
     next.events_seen = follower.events_seen.clone();
     if service.abortable(&phase) {
         println!("Aborting: reverting spec.openStackRelease and {field} to {from} in one patch.");

@@ -18,7 +18,7 @@ use ratchet_operator::registry::{Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_phase_machine::Profile;
 
-use build::Timeline;
+pub use build::Timeline;
 use ratchet_services::{Registry, Services};
 use record::Record;
 
@@ -61,7 +61,8 @@ pub async fn table(
     Ok(text::render(&read(client, service, namespace, name).await?))
 }
 
-async fn read(
+/// The last upgrade of `service` `namespace/name`, as built from the cluster.
+pub async fn read(
     client: &Client,
     service: &str,
     namespace: &str,

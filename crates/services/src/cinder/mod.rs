@@ -74,6 +74,13 @@ impl OpenStackService for Cinder {
         }
     }
 
+    fn real_example(name: &str, release: &str, repository: &str) -> Option<Example> {
+        Some(Example {
+            manifest: crate::cinder::resource::real_example_manifest(name, release, repository),
+            shape: "2 APIs, 2 schedulers, 2 back ends (cinder's fake driver), backup".into(),
+        })
+    }
+
     fn profile() -> Profile {
         model::profile()
     }

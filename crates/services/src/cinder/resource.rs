@@ -92,6 +92,34 @@ pub fn example_manifest(
     })
 }
 
+/// Cinder's own fake volume driver: the volume service is real, its storage
+/// is not (it needs no device, no root and no rootwrap).
+pub const FAKE_DRIVER: &str = "cinder.tests.fake_driver.FakeLoggingVolumeDriver";
+
+/// The example as the real tests and `ratchet demo --real` run it: 2 API and 2
+/// scheduler replicas, two back ends on [`FAKE_DRIVER`], backups as files on
+/// the claim `cinder-backups`, the Secrets `cinder-db` (`connection`) and
+/// `cinder-mq` (`url`), and the noauth pipeline (no Keystone resource exists).
+pub fn real_example_manifest(name: &str, release: &str, repository: &str) -> serde_json::Value {
+    let backend = |name: &str| serde_json::json!({ "name": name, "options": { "volume_driver": FAKE_DRIVER } });
+    serde_json::json!({
+        "apiVersion": conversion::V1BETA1,
+        "kind": "Cinder",
+        "metadata": { "name": name },
+        "spec": {
+            "openStackRelease": release,
+            "image": { "repository": repository, "reference": { "tag": release } },
+            "database": { "secretName": "cinder-db", "key": "connection" },
+            "transport": { "secretName": "cinder-mq", "key": "url" },
+            "api": { "replicas": 2 },
+            "scheduler": { "replicas": 2 },
+            "backup": { "posixVolumeClaim": "cinder-backups" },
+            "volumeBackends": [backend("fake-a"), backend("fake-b")],
+            "extraConfig": { "DEFAULT": { "auth_strategy": "noauth" } },
+        }
+    })
+}
+
 /// The same example as a v1alpha1 object at 2026.1 with back ends `ceph` and
 /// `lvm`: what a client of the previous Ratchet stored (the stored-version
 /// migration's test and benchmark create thousands).

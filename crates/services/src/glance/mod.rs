@@ -39,6 +39,12 @@ impl OpenStackService for Glance {
         }
     }
 
+    /// The example runs for real as it is: without a paste flavor, Glance's
+    /// API needs no Keystone.
+    fn real_example(name: &str, release: &str, repository: &str) -> Option<Example> {
+        Some(Self::example(name, release, repository, 2))
+    }
+
     fn profile() -> Profile {
         profile::profile()
     }

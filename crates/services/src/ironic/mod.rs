@@ -44,6 +44,15 @@ impl OpenStackService for Ironic {
         }
     }
 
+    fn real_example(name: &str, release: &str, repository: &str) -> Option<Example> {
+        Some(Example {
+            manifest: crate::ironic::resource::real_example_manifest(
+                name, release, repository, 2, 2,
+            ),
+            shape: "2 APIs and 2 conductors (fake hardware)".into(),
+        })
+    }
+
     fn profile() -> Profile {
         crate::ironic::profile::profile()
     }

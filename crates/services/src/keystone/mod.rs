@@ -37,6 +37,11 @@ impl OpenStackService for Keystone {
         }
     }
 
+    /// The example runs for real as it is.
+    fn real_example(name: &str, release: &str, repository: &str) -> Option<Example> {
+        Some(Self::example(name, release, repository, 2))
+    }
+
     fn profile() -> Profile {
         profile::profile()
     }

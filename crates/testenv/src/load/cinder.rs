@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::{Endpoints, RunningLoad, SharedTally, exchange, http_client, start_load, tallied};
+use super::{Made, Outcome, Request, RunningLoad, Session, exchange, start_load};
 use crate::error::Result;
 use crate::shared::ClientNetns;
 
@@ -59,6 +59,31 @@ pub struct CinderLoadOutcome {
     pub errors: BTreeMap<String, String>,
 }
 
+impl Outcome for CinderLoadOutcome {
+    /// Lost: a kept volume not `available`, a deleted one still listed, a
+    /// backup not `available`.
+    fn made(&self) -> Made {
+        let not = |what: &str, map: &BTreeMap<String, String>, wanted: &str| {
+            map.iter()
+                .filter(|(_, status)| status.as_str() != wanted)
+                .map(|(id, status)| format!("{what} {id} {status}"))
+                .collect::<Vec<_>>()
+        };
+        let mut lost = not("volume", &self.kept, "available");
+        lost.extend(not("deleted volume", &self.deleted, "gone"));
+        lost.extend(not("backup", &self.backups, "available"));
+        Made {
+            summary: format!(
+                "{} volumes kept, {} deleted, {} backups",
+                self.kept.len(),
+                self.deleted.len(),
+                self.backups.len()
+            ),
+            lost,
+        }
+    }
+}
+
 /// Options of the load.
 #[derive(Clone, Debug)]
 pub struct CinderLoadOptions {
@@ -88,30 +113,19 @@ pub async fn start(
     service: &str,
     options: CinderLoadOptions,
 ) -> Result<CinderLoad> {
-    let http = http_client()?;
-    start_load(
-        client,
-        netns,
-        namespace,
-        service,
-        |endpoints, tally, stop| {
-            Worker {
-                http,
-                endpoints,
-                tally,
-                volumes: Vec::new(),
-                backups: BTreeMap::new(),
-            }
-            .run(options, stop)
-        },
-    )
+    start_load(client, netns, namespace, service, |session, stop| {
+        Worker {
+            session,
+            volumes: Vec::new(),
+            backups: BTreeMap::new(),
+        }
+        .run(options, stop)
+    })
     .await
 }
 
 struct Worker {
-    http: reqwest::Client,
-    endpoints: Endpoints,
-    tally: SharedTally,
+    session: Session,
     volumes: Vec<Tracked>,
     backups: BTreeMap<String, String>,
 }
@@ -124,7 +138,9 @@ impl Worker {
         body: Option<Value>,
         expect: u16,
     ) -> Option<Value> {
-        tallied(&self.tally, self.send(method, path, body, expect, None)).await
+        self.session
+            .tallied(self.send(method, path, body, expect, None))
+            .await
     }
 
     /// One request, not tallied; `microversion` sets `OpenStack-API-Version`.
@@ -136,20 +152,15 @@ impl Worker {
         expect: u16,
         microversion: Option<&str>,
     ) -> std::result::Result<Value, String> {
-        let Some(endpoint) = self.endpoints.pick() else {
-            return Err(format!("{method} {path}: no ready endpoint"));
-        };
-        let mut request = self
-            .http
-            .request(method.clone(), format!("http://{endpoint}/v3{path}"))
-            .header("X-Auth-Token", TOKEN);
+        let Request { builder, what, .. } = self.session.request(method, "/v3", path)?;
+        let mut request = builder.header("X-Auth-Token", TOKEN);
         if let Some(version) = microversion {
             request = request.header("OpenStack-API-Version", format!("volume {version}"));
         }
         if let Some(body) = &body {
             request = request.json(body);
         }
-        exchange(request, &format!("{method} {path} via {endpoint}"), expect).await
+        exchange(request, &what, expect).await
     }
 
     /// What Cinder says about each volume that ended in `error`: its host, its

@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::{
-    Endpoints, RunningLoad, SharedTally, exchange, http_client, start_load, tallied,
-    transport_failure,
+    Made, Outcome, Request, RunningLoad, Session, exchange, start_load, transport_failure,
 };
 use crate::error::Result;
 use crate::shared::ClientNetns;
@@ -35,6 +34,15 @@ pub struct GlanceLoadOutcome {
     /// Uploaded images that, read back once the load stopped, were not
     /// `active` or did not hold the uploaded bytes, with what was found.
     pub damaged_after: Vec<String>,
+}
+
+impl Outcome for GlanceLoadOutcome {
+    fn made(&self) -> Made {
+        Made {
+            summary: format!("{} images uploaded", self.uploaded.len()),
+            lost: self.damaged_after.clone(),
+        }
+    }
 }
 
 /// Options of the load.
@@ -62,22 +70,13 @@ pub async fn start(
     service: &str,
     options: GlanceLoadOptions,
 ) -> Result<GlanceLoad> {
-    let http = http_client()?;
-    start_load(
-        client,
-        netns,
-        namespace,
-        service,
-        |endpoints, tally, stop| {
-            Worker {
-                http,
-                endpoints,
-                tally,
-                outcome: GlanceLoadOutcome::default(),
-            }
-            .run(options, stop)
-        },
-    )
+    start_load(client, netns, namespace, service, |session, stop| {
+        Worker {
+            session,
+            outcome: GlanceLoadOutcome::default(),
+        }
+        .run(options, stop)
+    })
     .await
 }
 
@@ -90,9 +89,7 @@ fn image_data(round: u64) -> Vec<u8> {
 }
 
 struct Worker {
-    http: reqwest::Client,
-    endpoints: Endpoints,
-    tally: SharedTally,
+    session: Session,
     outcome: GlanceLoadOutcome,
 }
 
@@ -107,56 +104,43 @@ impl Worker {
     /// One tallied request to `/v2<path>`: the body as JSON, if it answered
     /// `expect`.
     async fn call(&self, method: Method, path: &str, body: Body, expect: u16) -> Option<Value> {
-        tallied(&self.tally, async {
-            let (request, what) = self.request(method, path)?;
-            let request = match body {
-                Body::None => request,
-                Body::Json(value) => request.json(&value),
-                Body::Bytes(bytes) => request
-                    .header("Content-Type", "application/octet-stream")
-                    .body(bytes),
-            };
-            exchange(request, &what, expect).await
-        })
-        .await
-    }
-
-    fn request(
-        &self,
-        method: Method,
-        path: &str,
-    ) -> std::result::Result<(reqwest::RequestBuilder, String), String> {
-        let endpoint = self
-            .endpoints
-            .pick()
-            .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
-        let what = format!("{method} {path} via {endpoint}");
-        let request = self
-            .http
-            .request(method, format!("http://{endpoint}/v2{path}"));
-        Ok((request, what))
+        self.session
+            .tallied(async {
+                let Request { builder, what, .. } = self.session.request(method, "/v2", path)?;
+                let request = match body {
+                    Body::None => builder,
+                    Body::Json(value) => builder.json(&value),
+                    Body::Bytes(bytes) => builder
+                        .header("Content-Type", "application/octet-stream")
+                        .body(bytes),
+                };
+                exchange(request, &what, expect).await
+            })
+            .await
     }
 
     /// Downloads image `id`: its bytes, or why not (tallied).
     async fn download(&self, id: &str) -> Option<Vec<u8>> {
-        tallied(&self.tally, async {
-            let path = format!("/images/{id}/file");
-            let (request, what) = self.request(Method::GET, &path)?;
-            let response = request
-                .send()
-                .await
-                .map_err(|e| transport_failure(&what, &e))?;
-            let status = response.status().as_u16();
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| format!("{what}: reading the body: {e}"))?;
-            match status {
-                200 => Ok(bytes.to_vec()),
-                _ => Err(format!("{what}: {status}")),
-            }
-        })
-        .await
+        self.session
+            .tallied(async {
+                let path = format!("/images/{id}/file");
+                let Request { builder, what, .. } =
+                    self.session.request(Method::GET, "/v2", &path)?;
+                let response = builder
+                    .send()
+                    .await
+                    .map_err(|e| transport_failure(&what, &e))?;
+                let status = response.status().as_u16();
+                let bytes = response
+                    .bytes()
+                    .await
+                    .map_err(|e| format!("{what}: reading the body: {e}"))?;
+                match status {
+                    200 => Ok(bytes.to_vec()),
+                    _ => Err(format!("{what}: {status}")),
+                }
+            })
+            .await
     }
 
     async fn upload(&mut self, round: u64) {
@@ -195,10 +179,8 @@ impl Worker {
         let id = ids[round as usize % ids.len()];
         if let Some(bytes) = self.download(id).await
             && bytes != self.outcome.uploaded[id].data
-            && let Ok(mut tally) = self.tally.lock()
-            && let Some(last) = tally.records.last_mut()
         {
-            last.failure = Some(format!(
+            self.session.fail_last(format!(
                 "GET /images/{id}/file: {} bytes, not the {} uploaded",
                 bytes.len(),
                 self.outcome.uploaded[id].data.len()

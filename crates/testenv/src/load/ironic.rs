@@ -14,7 +14,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::{Endpoints, RunningLoad, SharedTally, exchange, http_client, start_load, tallied};
+use super::{Made, Outcome, Request, RunningLoad, Session, exchange, start_load};
 use crate::error::Result;
 use crate::shared::ClientNetns;
 
@@ -38,6 +38,28 @@ pub struct IronicLoadOutcome {
     /// Node UUID → the whole node as read after the load stopped.
     pub nodes: BTreeMap<String, Value>,
     pub versions: Vec<VersionSample>,
+}
+
+impl Outcome for IronicLoadOutcome {
+    /// A node is lost when it was not read back, or does not hold the last
+    /// `extra.load` the client set.
+    fn made(&self) -> Made {
+        let lost = self
+            .expected_extra
+            .iter()
+            .filter(|(uuid, expected)| {
+                let wanted = (**expected > 0).then(|| expected.to_string());
+                self.nodes
+                    .get(*uuid)
+                    .is_none_or(|node| node["extra"]["load"].as_str() != wanted.as_deref())
+            })
+            .map(|(uuid, _)| format!("node {uuid}"))
+            .collect();
+        Made {
+            summary: format!("{} nodes enrolled and updated", self.expected_extra.len()),
+            lost,
+        }
+    }
 }
 
 /// Options of the load.
@@ -68,29 +90,18 @@ pub async fn start(
     service: &str,
     options: IronicLoadOptions,
 ) -> Result<IronicLoad> {
-    let http = http_client()?;
-    start_load(
-        client,
-        netns,
-        namespace,
-        service,
-        |endpoints, tally, stop| {
-            Worker {
-                http,
-                endpoints,
-                tally,
-                outcome: IronicLoadOutcome::default(),
-            }
-            .run(options, stop)
-        },
-    )
+    start_load(client, netns, namespace, service, |session, stop| {
+        Worker {
+            session,
+            outcome: IronicLoadOutcome::default(),
+        }
+        .run(options, stop)
+    })
     .await
 }
 
 struct Worker {
-    http: reqwest::Client,
-    endpoints: Endpoints,
-    tally: SharedTally,
+    session: Session,
     outcome: IronicLoadOutcome,
 }
 
@@ -104,27 +115,24 @@ impl Worker {
         body: Option<Value>,
         expect: u16,
     ) -> Option<(SocketAddr, Value)> {
-        tallied(&self.tally, async {
-            let endpoint = self
-                .endpoints
-                .pick()
-                .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
-            let url = match path {
-                "/" => format!("http://{endpoint}/"),
-                _ => format!("http://{endpoint}/v1{path}"),
-            };
-            let mut request = self
-                .http
-                .request(method.clone(), url)
-                .header("X-OpenStack-Ironic-API-Version", MICROVERSION);
-            if let Some(body) = &body {
-                request = request.json(body);
-            }
-            exchange(request, &format!("{method} {path} via {endpoint}"), expect)
-                .await
-                .map(|v| (endpoint, v))
-        })
-        .await
+        self.session
+            .tallied(async {
+                // The root lists the API's versions; everything else is under /v1.
+                let prefix = if path == "/" { "" } else { "/v1" };
+                let Request {
+                    builder,
+                    what,
+                    endpoint,
+                } = self.session.request(method, prefix, path)?;
+                let mut request = builder.header("X-OpenStack-Ironic-API-Version", MICROVERSION);
+                if let Some(body) = &body {
+                    request = request.json(body);
+                }
+                exchange(request, &what, expect)
+                    .await
+                    .map(|v| (endpoint, v))
+            })
+            .await
     }
 
     async fn enroll(&mut self, count: usize) {

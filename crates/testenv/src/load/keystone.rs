@@ -13,9 +13,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::{
-    Endpoints, RunningLoad, SharedTally, exchange_with_headers, http_client, start_load, tallied,
-};
+use super::{Made, Outcome, Request, RunningLoad, Session, exchange_with_headers, start_load};
 use crate::error::Result;
 use crate::shared::ClientNetns;
 
@@ -45,6 +43,26 @@ pub struct KeystoneLoadOutcome {
     pub listed_projects: BTreeSet<String>,
 }
 
+/// The pause between rounds the demo and the tests use.
+pub const DEFAULT_PAUSE: Duration = Duration::from_millis(200);
+
+impl Outcome for KeystoneLoadOutcome {
+    fn made(&self) -> Made {
+        let missing = self
+            .created_projects
+            .difference(&self.listed_projects)
+            .map(|p| format!("project {p}"));
+        Made {
+            summary: format!(
+                "{} tokens issued, {} projects created",
+                self.issued.len(),
+                self.created_projects.len()
+            ),
+            lost: self.invalid_after.iter().cloned().chain(missing).collect(),
+        }
+    }
+}
+
 /// Options of the load.
 #[derive(Clone, Debug)]
 pub struct KeystoneLoadOptions {
@@ -66,29 +84,18 @@ pub async fn start(
     service: &str,
     options: KeystoneLoadOptions,
 ) -> Result<KeystoneLoad> {
-    let http = http_client()?;
-    start_load(
-        client,
-        netns,
-        namespace,
-        service,
-        |endpoints, tally, stop| {
-            Worker {
-                http,
-                endpoints,
-                tally,
-                outcome: KeystoneLoadOutcome::default(),
-            }
-            .run(options, stop)
-        },
-    )
+    start_load(client, netns, namespace, service, |session, stop| {
+        Worker {
+            session,
+            outcome: KeystoneLoadOutcome::default(),
+        }
+        .run(options, stop)
+    })
     .await
 }
 
 struct Worker {
-    http: reqwest::Client,
-    endpoints: Endpoints,
-    tally: SharedTally,
+    session: Session,
     outcome: KeystoneLoadOutcome,
 }
 
@@ -103,23 +110,20 @@ impl Worker {
         body: Option<Value>,
         expect: u16,
     ) -> Option<(reqwest::header::HeaderMap, Value)> {
-        tallied(&self.tally, async {
-            let endpoint = self
-                .endpoints
-                .pick()
-                .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
-            let mut request = self
-                .http
-                .request(method.clone(), format!("http://{endpoint}/v3{path}"));
-            for (name, value) in headers {
-                request = request.header(*name, *value);
-            }
-            if let Some(body) = &body {
-                request = request.json(body);
-            }
-            exchange_with_headers(request, &format!("{method} {path} via {endpoint}"), expect).await
-        })
-        .await
+        self.session
+            .tallied(async {
+                let Request {
+                    mut builder, what, ..
+                } = self.session.request(method, "/v3", path)?;
+                for (name, value) in headers {
+                    builder = builder.header(*name, *value);
+                }
+                if let Some(body) = &body {
+                    builder = builder.json(body);
+                }
+                exchange_with_headers(builder, &what, expect).await
+            })
+            .await
     }
 
     /// A project-scoped token for the admin, recorded as issued.
@@ -148,16 +152,8 @@ impl Worker {
             .await
         {
             Some(_) => Ok(()),
-            None => Err(self.last_failure()),
+            None => Err(self.session.last_failure()),
         }
-    }
-
-    fn last_failure(&self) -> String {
-        self.tally
-            .lock()
-            .ok()
-            .and_then(|t| t.records.last().and_then(|r| r.failure.clone()))
-            .unwrap_or_default()
     }
 
     async fn round(&mut self, round: u64, password: &str) {

@@ -123,6 +123,16 @@ impl Tally {
     }
 }
 
+/// The `p`-quantile (0..=1) of `values` (nearest rank), 0 for none.
+pub fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[index.min(values.len() - 1)]
+}
+
 /// A tally a load client writes while others read it (live counters).
 pub type SharedTally = Arc<Mutex<Tally>>;
 
@@ -153,30 +163,110 @@ impl<Outcome: Send + 'static> RunningLoad<Outcome> {
     }
 }
 
-/// Starts a client: `run` gets the endpoints of the Service `service` (port
-/// `api`), the tally and the stop signal (`Some(settle)` once stopped), and runs
-/// in `netns`.
+/// Starts a client: `run` gets its [`Session`] with the Service `service`
+/// (port `api`) and the stop signal (`Some(settle)` once stopped), and runs in
+/// `netns`.
 async fn start_load<Outcome, Run>(
     client: &kube::Client,
     netns: &ClientNetns,
     namespace: &str,
     service: &str,
-    run: impl FnOnce(Endpoints, SharedTally, watch::Receiver<Option<Duration>>) -> Run,
+    run: impl FnOnce(Session, watch::Receiver<Option<Duration>>) -> Run,
 ) -> Result<RunningLoad<Outcome>>
 where
     Run: Future<Output = Outcome> + Send + 'static,
     Outcome: Send + 'static,
 {
-    let endpoints = Endpoints::follow(client, namespace, service, Some("api")).await?;
-    let tally = SharedTally::default();
+    let session = Session {
+        http: http_client()?,
+        endpoints: Endpoints::follow(client, namespace, service, Some("api")).await?,
+        tally: SharedTally::default(),
+    };
+    let (endpoints, tally) = (session.endpoints.clone(), session.tally.clone());
     let (stop, stopped) = watch::channel(None);
-    let task = netns.spawn(run(endpoints.clone(), tally.clone(), stopped));
+    let task = netns.spawn(run(session, stopped));
     Ok(RunningLoad {
         stop,
         task,
         endpoints,
         tally,
     })
+}
+
+/// What every client's requests go through: one HTTP client, the Service's
+/// ready endpoints (picked in turn) and the tally.
+struct Session {
+    http: reqwest::Client,
+    endpoints: Endpoints,
+    tally: SharedTally,
+}
+
+/// A request about to be sent to one endpoint, and how a failure names it:
+/// `<METHOD> <path> via <endpoint>`.
+struct Request {
+    builder: reqwest::RequestBuilder,
+    what: String,
+    endpoint: SocketAddr,
+}
+
+impl Session {
+    /// A request for `prefix` + `path` (`/v3`, `/volumes`) at the next ready
+    /// endpoint; none ready is a failure, as a client would see it.
+    fn request(
+        &self,
+        method: reqwest::Method,
+        prefix: &str,
+        path: &str,
+    ) -> std::result::Result<Request, String> {
+        let endpoint = self
+            .endpoints
+            .pick()
+            .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
+        Ok(Request {
+            what: format!("{method} {path} via {endpoint}"),
+            builder: self
+                .http
+                .request(method, format!("http://{endpoint}{prefix}{path}")),
+            endpoint,
+        })
+    }
+
+    /// Runs `request` and records when it started, how long it took and, if
+    /// it failed, why: its result, if it succeeded.
+    async fn tallied<T>(
+        &self,
+        request: impl Future<Output = std::result::Result<T, String>>,
+    ) -> Option<T> {
+        let at = SystemTime::now();
+        let started = std::time::Instant::now();
+        let result = request.await;
+        if let Ok(mut tally) = self.tally.lock() {
+            tally.records.push(RequestRecord {
+                at,
+                took: started.elapsed(),
+                failure: result.as_ref().err().cloned(),
+            });
+        }
+        result.ok()
+    }
+
+    /// Marks the last recorded request failed (a body that came back wrong).
+    fn fail_last(&self, failure: String) {
+        if let Ok(mut tally) = self.tally.lock()
+            && let Some(last) = tally.records.last_mut()
+        {
+            last.failure = Some(failure);
+        }
+    }
+
+    /// Why the last recorded request failed (empty if it did not).
+    fn last_failure(&self) -> String {
+        self.tally
+            .lock()
+            .ok()
+            .and_then(|t| t.records.last().and_then(|r| r.failure.clone()))
+            .unwrap_or_default()
+    }
 }
 
 /// An HTTP client for a load. A request fails after 90 s: past the services'
@@ -190,25 +280,6 @@ fn http_client() -> Result<reqwest::Client> {
             service: "load client".into(),
             detail: format!("HTTP client: {e}"),
         })
-}
-
-/// Runs one request and records when it started, how long it took and, if it
-/// failed, why.
-async fn tallied<T>(
-    tally: &SharedTally,
-    request: impl Future<Output = std::result::Result<T, String>>,
-) -> Option<T> {
-    let at = SystemTime::now();
-    let started = std::time::Instant::now();
-    let result = request.await;
-    if let Ok(mut tally) = tally.lock() {
-        tally.records.push(RequestRecord {
-            at,
-            took: started.elapsed(),
-            failure: result.as_ref().err().cloned(),
-        });
-    }
-    result.ok()
 }
 
 /// Sends `request` (named `what` in failures): its JSON body (null if none)
@@ -255,4 +326,95 @@ async fn exchange_with_headers(
         let text: String = text.chars().take(300).collect();
         Err(format!("{what}: {status} {text}"))
     }
+}
+
+/// What a client made through the API, in a few words, and what of it did
+/// not survive the upgrade (not in its final state, or not intact), by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Made {
+    pub summary: String,
+    pub lost: Vec<String>,
+}
+
+/// A client's outcome, read as what it made and what was lost.
+pub trait Outcome: Send + 'static {
+    fn made(&self) -> Made;
+}
+
+/// A running client of any service's API (the demo's and the benchmarks'):
+/// its live tally and, once stopped, what it made.
+pub struct AnyLoad {
+    tally: SharedTally,
+    stop: Box<dyn FnOnce(Duration) -> BoxedMade + Send>,
+}
+
+type BoxedMade = std::pin::Pin<Box<dyn Future<Output = Result<Made>> + Send>>;
+
+impl AnyLoad {
+    /// Every request so far (live).
+    pub fn tally(&self) -> SharedTally {
+        self.tally.clone()
+    }
+
+    /// Ends the rounds, gives the client up to `settle` to see what it made
+    /// settle, and says what it made.
+    pub async fn stop(self, settle: Duration) -> Result<Made> {
+        (self.stop)(settle).await
+    }
+}
+
+impl<O: Outcome> RunningLoad<O> {
+    /// The same client, known only by what it makes.
+    pub fn any(self) -> AnyLoad {
+        AnyLoad {
+            tally: self.tally(),
+            stop: Box::new(move |settle| {
+                Box::pin(async move { self.stop(settle).await.map(|o| o.made()) })
+            }),
+        }
+    }
+}
+
+/// Starts the client of `service`'s API (as the registry names it) against
+/// the Service `name` in `namespace`, from `netns`, with its defaults;
+/// `admin_password` is what the resource's admin password Secret holds
+/// (Keystone's). `None`: no client exists for that service.
+pub async fn start_for(
+    service: &str,
+    client: &kube::Client,
+    netns: &ClientNetns,
+    namespace: &str,
+    name: &str,
+    admin_password: &str,
+) -> Result<Option<AnyLoad>> {
+    let load = match service {
+        "cinder" => {
+            // Backups need a volume an unprivileged backup service can
+            // attach, which cinder's fake driver's are not (docs/testenv.md).
+            let options = cinder::CinderLoadOptions {
+                backups: false,
+                ..Default::default()
+            };
+            cinder::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
+        "glance" => glance::start(client, netns, namespace, name, Default::default())
+            .await?
+            .any(),
+        "ironic" => ironic::start(client, netns, namespace, name, Default::default())
+            .await?
+            .any(),
+        "keystone" => {
+            let options = keystone::KeystoneLoadOptions {
+                admin_password: admin_password.to_string(),
+                pause: keystone::DEFAULT_PAUSE,
+            };
+            keystone::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(load))
 }

@@ -200,6 +200,12 @@ pub fn namespace_dir(dir: &Path, namespace: &str) -> PathBuf {
     pod::namespace_dir(dir, namespace)
 }
 
+/// Where a pod's volume lives on the host, given its namespace's directory
+/// ([`namespace_dir`]) and the pod's uid.
+pub fn volume_dir(namespace_dir: &Path, pod: &str, uid: &str, volume: &str) -> PathBuf {
+    pod::volume_root(&namespace_dir.join(pod), uid).join(volume)
+}
+
 /// Where a container's log is written under a process kubelet's directory.
 pub fn log_path(dir: &Path, namespace: &str, pod: &str, container: &str) -> PathBuf {
     pod::pod_dir(dir, namespace, pod).join(format!("{container}.log"))

@@ -39,6 +39,14 @@ pub fn pod_dir(kubelet_dir: &Path, namespace: &str, name: &str) -> PathBuf {
     namespace_dir(kubelet_dir, namespace).join(name)
 }
 
+/// Where a pod's volumes are, under its directory: one root per pod uid (its
+/// first 8 characters), so a pod created again under the same name starts
+/// with fresh volumes.
+pub fn volume_root(pod_dir: &Path, uid: &str) -> PathBuf {
+    let short: String = uid.chars().take(8).collect();
+    pod_dir.join(format!("volumes-{short}"))
+}
+
 /// Where the directories of a namespace's pods are.
 pub fn namespace_dir(kubelet_dir: &Path, namespace: &str) -> PathBuf {
     kubelet_dir.join("pods").join(namespace)
@@ -138,7 +146,7 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
     };
     let hosts = dir.join(format!("hosts-{uid}"));
     write_hosts(&hosts, attachment.ip, &name);
-    let volume_root = dir.join(format!("volumes-{uid}"));
+    let volume_root = volume_root(&dir, &uid);
     let Some(volumes) = prepare_volumes(&ctx, &pod, &facts, &volume_root, &shared, &mut stop).await
     else {
         finalize(&ctx.client, &pod).await;

@@ -1,0 +1,397 @@
+//! `ratchet demo --real`: the service's real processes (its images from the
+//! process kubelet's catalogue, built from PyPI on first use), MariaDB and
+//! RabbitMQ as real pods, and a client that uses the service's API for the
+//! whole upgrade from a network namespace on the pod network. Its counters
+//! print beside the phases; the figures and the verdict say how many requests
+//! failed and what of what the client made was lost.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use futures::{StreamExt, stream};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use ratchet_testenv::ClientNetns;
+use ratchet_testenv::backing::{self, Provisioned};
+use ratchet_testenv::load::{self, AnyLoad, Made, SharedTally, percentile};
+use ratchet_testenv::process_kubelet::images::Catalogue;
+use serde_json::Value;
+
+use super::NAMESPACE;
+use super::subject::Service;
+use crate::timeline::Timeline;
+
+/// Where the catalogue's images live: `ratchet.test/<service>:<release>`.
+pub const REPOSITORY_HOST: &str = "ratchet.test";
+/// The quiet window before the upgrade: the client's latencies in steady state.
+pub const STEADY_WINDOW: Duration = Duration::from_secs(20);
+/// How long the client may take, once stopped, to see what it made settle.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// The image repository of `service`'s real processes.
+pub fn repository(service: &str) -> String {
+    format!("{REPOSITORY_HOST}/{service}")
+}
+
+/// Builds (or finds cached) every image a real run of `service` from `from`
+/// to `to` needs, MariaDB's and RabbitMQ's too, with the builds' progress on
+/// stderr: before any cluster starts, so no timeout runs while pip does.
+pub async fn prepare_images(service: &str, releases: &[String]) -> anyhow::Result<()> {
+    let mut images: Vec<String> = releases
+        .iter()
+        .map(|r| format!("{}:{r}", repository(service)))
+        .collect();
+    images.extend([
+        backing::MARIADB_IMAGE.to_string(),
+        backing::RABBITMQ_IMAGE.to_string(),
+    ]);
+    println!(
+        "Preparing the real images ({}); a first run builds each from PyPI (1–2 minutes each, pip's progress below).",
+        images.join(", ")
+    );
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let catalogue = Catalogue::load()?;
+        for image in &images {
+            catalogue
+                .resolve(image)
+                .map_err(|e| anyhow::anyhow!("{}", e.0))?;
+        }
+        Ok(())
+    })
+    .await?
+}
+
+/// MariaDB, RabbitMQ, Secrets and claims as the resource's spec asks.
+pub async fn provision(
+    client: &Client,
+    service: &Service,
+    manifest: &Value,
+) -> anyhow::Result<Provisioned> {
+    let provisioned = backing::provision(client, NAMESPACE, service.name(), &manifest["spec"])
+        .await
+        .context("starting the database and message bus the service needs")?;
+    for (name, backing) in [
+        ("MariaDB", &provisioned.database),
+        ("RabbitMQ", &provisioned.bus),
+    ] {
+        if let Some(backing) = backing {
+            println!(
+                "{name} running as pod {NAMESPACE}/{} at {}.",
+                backing.pod, backing.ip
+            );
+        }
+    }
+    Ok(provisioned)
+}
+
+/// The client using the service's API, and the namespace it runs in (which
+/// must outlive it).
+pub struct RunningClient {
+    load: AnyLoad,
+    /// When the client started: its steady-state window begins here.
+    started: SystemTime,
+    _netns: ClientNetns,
+}
+
+impl RunningClient {
+    /// Starts the service's client against its API Service from `netns` (a
+    /// network namespace on the pod network).
+    pub async fn start(
+        client: &Client,
+        service: &Service,
+        netns: ClientNetns,
+    ) -> anyhow::Result<RunningClient> {
+        let load = load::start_for(
+            service.name(),
+            client,
+            &netns,
+            NAMESPACE,
+            service.name(),
+            // What `provision` wrote into every Secret but the URLs.
+            backing::SECRET_VALUE,
+        )
+        .await?
+        .with_context(|| format!("no load client for {}", service.kind()))?;
+        println!(
+            "Load client started at {} on the pod network: it uses the {} API through its Service's ready endpoints for the whole upgrade.",
+            netns.ip(),
+            service.kind()
+        );
+        Ok(RunningClient {
+            load,
+            started: SystemTime::now(),
+            _netns: netns,
+        })
+    }
+
+    pub fn counters(&self) -> Counters {
+        Counters(self.load.tally())
+    }
+
+    /// Stops the client and sums up: requests and failures, latencies in
+    /// steady state (from the client's start to `upgrade.0`) and during the
+    /// upgrade, and what it made.
+    pub async fn finish(self, upgrade: (SystemTime, SystemTime)) -> anyhow::Result<LoadFigures> {
+        let tally = self.load.tally();
+        let made = self.load.stop(SETTLE).await?;
+        let tally = tally
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the load's tally is poisoned"))?
+            .clone();
+        let steady = tally.latencies_ms(self.started, upgrade.0);
+        let during = tally.latencies_ms(upgrade.0, upgrade.1);
+        Ok(LoadFigures {
+            requests: tally.requests(),
+            failures: tally.failures().iter().map(|f| f.to_string()).collect(),
+            steady_ms: (percentile(steady.clone(), 0.5), percentile(steady, 0.99)),
+            upgrade_ms: (percentile(during.clone(), 0.5), percentile(during, 0.99)),
+            made,
+            upgrade_s: None,
+            work_s: None,
+        })
+    }
+}
+
+/// The client's live counters, for the lines the demo prints.
+#[derive(Clone)]
+pub struct Counters(SharedTally);
+
+impl Counters {
+    /// `1234 requests, 0 failed`.
+    pub fn line(&self) -> String {
+        let (requests, failed) = self
+            .0
+            .lock()
+            .map(|t| (t.requests(), t.failures().len()))
+            .unwrap_or_default();
+        format!("{requests} requests, {failed} failed")
+    }
+}
+
+/// What the client saw.
+#[derive(Clone, Debug)]
+pub struct LoadFigures {
+    pub requests: usize,
+    pub failures: Vec<String>,
+    /// (p50, p99) in milliseconds.
+    pub steady_ms: (f64, f64),
+    pub upgrade_ms: (f64, f64),
+    pub made: Made,
+    /// How long the upgrade took (second roll included), and how much of
+    /// that its Jobs and workload rolls took themselves.
+    pub upgrade_s: Option<f64>,
+    pub work_s: Option<f64>,
+}
+
+impl LoadFigures {
+    /// The upgrade's duration (`wall`), its Jobs' (from its timeline) and its
+    /// rolls' (from a [`RollClock`]).
+    pub fn with_work(
+        mut self,
+        wall: Duration,
+        timeline: Option<&Timeline>,
+        rolls: &[Roll],
+    ) -> LoadFigures {
+        self.upgrade_s = Some(wall.as_secs_f64());
+        self.work_s =
+            timeline.map(|t| t.job_seconds() + rolls.iter().map(|r| r.seconds).sum::<f64>());
+        self
+    }
+
+    /// One line of figures, as the benchmarks record them.
+    pub fn line(&self) -> String {
+        let timing = match (self.upgrade_s, self.work_s) {
+            (Some(wall), Some(work)) => format!(
+                " upgrade={wall:.1}s jobs+rolls={work:.1}s operator={:.1}s",
+                wall - work
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "FIGURES requests={} failed={} steady p50={:.1}ms p99={:.1}ms upgrade p50={:.1}ms p99={:.1}ms lost={}{timing}",
+            self.requests,
+            self.failures.len(),
+            self.steady_ms.0,
+            self.steady_ms.1,
+            self.upgrade_ms.0,
+            self.upgrade_ms.1,
+            self.made.lost.len(),
+        )
+    }
+
+    /// The load's part of the verdict.
+    pub fn verdict(&self) -> String {
+        let lost = match self.made.lost.len() {
+            0 => "nothing lost".to_string(),
+            n => format!("{n} LOST: {}", self.made.lost.join("; ")),
+        };
+        format!(
+            "Under load: {} requests, {} failed; {}; {lost}.",
+            self.requests,
+            self.failures.len(),
+            self.made.summary
+        )
+    }
+}
+
+/// One roll of a workload: from when its new template was seen to when every
+/// replica was updated and ready again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Roll {
+    pub workload: String,
+    pub seconds: f64,
+}
+
+/// Watches the namespace's Deployments and StatefulSets and times every roll
+/// (the second roll's too): the part of an upgrade that is the workloads'
+/// own, beside its Jobs; the rest of its wall time is Ratchet's.
+pub struct RollClock {
+    rolls: Arc<Mutex<Vec<Roll>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RollClock {
+    pub fn start(client: &Client) -> RollClock {
+        let rolls: Arc<Mutex<Vec<Roll>>> = Arc::default();
+        let deployments = watcher::watcher(
+            Api::<Deployment>::namespaced(client.clone(), NAMESPACE),
+            watcher::Config::default(),
+        )
+        .applied_objects()
+        .map(|d| d.map(|d| rollout_of_deployment(&d)))
+        .boxed();
+        let sets = watcher::watcher(
+            Api::<StatefulSet>::namespaced(client.clone(), NAMESPACE),
+            watcher::Config::default(),
+        )
+        .applied_objects()
+        .map(|s| s.map(|s| rollout_of_stateful_set(&s)))
+        .boxed();
+        let into = rolls.clone();
+        let task = tokio::spawn(async move {
+            let mut seen = stream::select(deployments, sets);
+            let mut timer = RollTimer::default();
+            while let Some(next) = seen.next().await {
+                let Ok(rollout) = next else { continue };
+                if let Some(roll) = timer.observe(rollout, Instant::now())
+                    && let Ok(mut rolls) = into.lock()
+                {
+                    rolls.push(roll);
+                }
+            }
+        });
+        RollClock { rolls, task }
+    }
+
+    /// Every roll finished so far.
+    pub fn stop(self) -> Vec<Roll> {
+        self.task.abort();
+        self.rolls.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// What a workload's status says of its rollout.
+#[derive(Clone, Debug, PartialEq)]
+struct Rollout {
+    workload: String,
+    generation: i64,
+    /// Every replica of the current template updated and ready, and no other.
+    complete: bool,
+}
+
+fn rollout_of_deployment(d: &Deployment) -> Rollout {
+    let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let status = d.status.clone().unwrap_or_default();
+    Rollout {
+        workload: d.name_any(),
+        generation: d.metadata.generation.unwrap_or_default(),
+        complete: status.observed_generation == d.metadata.generation
+            && status.updated_replicas == Some(wanted)
+            && status.ready_replicas == Some(wanted)
+            && status.replicas == Some(wanted),
+    }
+}
+
+fn rollout_of_stateful_set(s: &StatefulSet) -> Rollout {
+    let wanted = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let status = s.status.clone().unwrap_or_default();
+    Rollout {
+        workload: s.name_any(),
+        generation: s.metadata.generation.unwrap_or_default(),
+        complete: status.observed_generation == s.metadata.generation
+            && status.updated_replicas == Some(wanted)
+            && status.ready_replicas == Some(wanted)
+            && status.current_revision == status.update_revision,
+    }
+}
+
+/// Opens a roll when a workload's generation moves on, closes it when its
+/// rollout is complete (pure, so its rules are tested without a cluster).
+#[derive(Default)]
+struct RollTimer {
+    /// Per workload: the generation last seen and when its open roll began.
+    workloads: HashMap<String, (i64, Option<Instant>)>,
+}
+
+impl RollTimer {
+    fn observe(&mut self, rollout: Rollout, now: Instant) -> Option<Roll> {
+        let entry = self
+            .workloads
+            .entry(rollout.workload.clone())
+            .or_insert((rollout.generation, None));
+        if rollout.generation > entry.0 {
+            entry.0 = rollout.generation;
+            entry.1.get_or_insert(now);
+        }
+        match entry.1 {
+            Some(began) if rollout.complete => {
+                entry.1 = None;
+                Some(Roll {
+                    workload: rollout.workload,
+                    seconds: now.duration_since(began).as_secs_f64(),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rollout(generation: i64, complete: bool) -> Rollout {
+        Rollout {
+            workload: "cinder-scheduler".into(),
+            generation,
+            complete,
+        }
+    }
+
+    #[test]
+    fn a_roll_runs_from_a_new_generation_to_a_complete_rollout() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut timer = RollTimer::default();
+        // First sight: the install, not a roll.
+        assert_eq!(timer.observe(rollout(1, true), at(0)), None);
+        // A new template: the roll begins; status updates while it runs.
+        assert_eq!(timer.observe(rollout(2, false), at(10)), None);
+        assert_eq!(timer.observe(rollout(2, false), at(15)), None);
+        // A newer template mid-roll (the second roll's) keeps the first start.
+        assert_eq!(timer.observe(rollout(3, false), at(20)), None);
+        let done = timer.observe(rollout(3, true), at(40));
+        assert_eq!(
+            done,
+            Some(Roll {
+                workload: "cinder-scheduler".into(),
+                seconds: 30.0
+            })
+        );
+        // Complete again, nothing new: no second count.
+        assert_eq!(timer.observe(rollout(3, true), at(41)), None);
+    }
+}
