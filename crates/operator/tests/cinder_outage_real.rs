@@ -124,11 +124,20 @@ async fn a_stopped_database_fails_the_expand_job_and_the_documented_recovery_com
         "the upgrade stays in Expanding at 2026.1: {status:?}"
     );
     h.wait_event(NAME, "ExpandFailed").await?;
-    let job = h.api::<Job>().get("cinder-db-expand").await?;
+    // Ratchet acts on the Job controller's verdict (FailureTarget), which can
+    // come before the last failed pod is counted: wait for the count.
+    let job = until(
+        &h.api::<Job>(),
+        "cinder-db-expand",
+        Duration::from_secs(60),
+        "five failed attempts counted (backoffLimit 4)",
+        |j: &Job| j.status.as_ref().and_then(|s| s.failed) == Some(5),
+    )
+    .await?;
     let job_status = job.status.unwrap_or_default();
     ensure!(
-        job_status.failed == Some(5) && job_status.succeeded.unwrap_or(0) == 0,
-        "five failed attempts (backoffLimit 4): {job_status:?}"
+        job_status.succeeded.unwrap_or(0) == 0,
+        "no attempt succeeded: {job_status:?}"
     );
     // It failed because the database was away, as its pods' logs say.
     let said = log_lines_naming(&h, &["Can't connect to MySQL server"]);

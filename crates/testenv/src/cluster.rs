@@ -55,6 +55,9 @@ pub struct ClusterOptions {
     /// Extra kube-apiserver flags (e.g. `--watch-cache=false`, so lists are
     /// served by etcd and their continue tokens expire on compaction).
     pub apiserver_args: Vec<String>,
+    /// Extra kube-controller-manager flags (a `--controllers=` here adds to the
+    /// cluster's list: the flag is a list that repeats append to).
+    pub controller_manager_args: Vec<String>,
     /// etcd serves TLS and wants client certificates, as on a production
     /// control plane; the API server and [`LocalCluster::etcd`] use a client
     /// identity, whose files [`LocalCluster::etcd_client_files`] names.
@@ -76,6 +79,7 @@ impl Default for ClusterOptions {
             keep_dir: false,
             binaries: None,
             apiserver_args: Vec::new(),
+            controller_manager_args: Vec::new(),
             etcd_tls: false,
         }
     }
@@ -193,7 +197,7 @@ impl LocalCluster {
             &pki,
             &kubeconfig_path,
             &config,
-            options.start_timeout,
+            options,
         )
         .await?;
         timings.controller_manager = phase.elapsed();
@@ -443,10 +447,10 @@ async fn start_controller_manager(
     pki: &PkiFiles,
     kubeconfig: &Path,
     config: &Config,
-    timeout: Duration,
+    options: &ClusterOptions,
 ) -> Result<ManagedProcess> {
     let kubeconfig = kubeconfig.display().to_string();
-    let args = vec![
+    let mut args = vec![
         format!("--kubeconfig={kubeconfig}"),
         format!("--authentication-kubeconfig={kubeconfig}"),
         format!("--authorization-kubeconfig={kubeconfig}"),
@@ -467,13 +471,14 @@ async fn start_controller_manager(
         "--kube-api-burst=400".to_string(),
         "--v=1".to_string(),
     ];
+    args.extend(options.controller_manager_args.iter().cloned());
     let mut kcm = ManagedProcess::start(
         "kube-controller-manager",
         &binaries.kube_controller_manager(),
         &args,
         dir.join("kube-controller-manager.log"),
     )?;
-    wait_controller_manager(&mut kcm, config, timeout).await?;
+    wait_controller_manager(&mut kcm, config, options.start_timeout).await?;
     Ok(kcm)
 }
 

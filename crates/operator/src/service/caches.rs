@@ -18,7 +18,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec, Service};
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::ExponentialBackoff;
@@ -67,9 +67,14 @@ pub fn watch_backoff() -> ExponentialBackoff {
         .into()
 }
 
-/// A reflector over `api` with `config`: fills its store, retries on its own
-/// and yields only objects (errors are logged, see the module docs).
-pub fn reflected<K>(api: kube::Api<K>, config: watcher::Config) -> (Store<K>, Trigger<K>)
+/// A reflector over `api` with `config`: fills its store with objects cut
+/// down by `trim` to what decisions read ([`Slim`]), retries on its own and
+/// yields only objects (errors are logged, see the module docs).
+pub fn reflected<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+    trim: fn(&mut K),
+) -> (Store<K>, Trigger<K>)
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -81,7 +86,7 @@ where
 {
     let kind = K::kind(&()).into_owned();
     let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
+    let stream = reflector::reflector(writer, watcher(api, config).modify(trim))
         .backoff(watch_backoff())
         .touched_objects()
         .filter_map(move |item| {
@@ -97,14 +102,85 @@ where
     (store, Box::pin(stream))
 }
 
-/// Drops what no decision reads before an object is cached: the field sets
-/// of its managed fields (the bulk of most objects' metadata). Each entry's
-/// manager and time stay: a StatefulSet's stall is judged from when Ratchet
-/// last changed it.
-fn slim<K: Resource>(object: &mut K) {
+/// What a cached child keeps: only what a pass reads, so memory follows the
+/// number of objects, not the size of their pod templates and configuration.
+pub trait Slim: Resource {
+    fn slim(&mut self);
+}
+
+/// A Job is read for its labels, annotations (its pod-spec hash) and status.
+impl Slim for Job {
+    fn slim(&mut self) {
+        slim_metadata(self);
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = PodTemplateSpec::default();
+        }
+    }
+}
+
+/// A workload is read for its status, its annotations and its template's
+/// annotations and first image.
+impl Slim for Deployment {
+    fn slim(&mut self) {
+        slim_metadata(self);
+        if let Some(spec) = self.spec.as_mut() {
+            slim_template(&mut spec.template);
+        }
+    }
+}
+
+impl Slim for StatefulSet {
+    fn slim(&mut self) {
+        slim_metadata(self);
+        if let Some(spec) = self.spec.as_mut() {
+            slim_template(&mut spec.template);
+            spec.volume_claim_templates = None;
+        }
+    }
+}
+
+/// A ConfigMap is compared by its content hash annotation, never its data.
+impl Slim for ConfigMap {
+    fn slim(&mut self) {
+        slim_metadata(self);
+        self.data = None;
+        self.binary_data = None;
+    }
+}
+
+/// A Service is compared by its rendering's hash annotation.
+impl Slim for Service {
+    fn slim(&mut self) {
+        slim_metadata(self);
+        self.spec = None;
+    }
+}
+
+/// Drops the field sets of an object's managed fields (the bulk of most
+/// objects' metadata); each entry's manager and time stay, since a
+/// StatefulSet's stall is judged from when Ratchet last changed it. All a
+/// service's own resource loses.
+pub fn slim_metadata<K: Resource>(object: &mut K) {
     for entry in object.meta_mut().managed_fields.iter_mut().flatten() {
         entry.fields_v1 = None;
     }
+}
+
+/// Keeps a pod template's metadata and its first container's name and image.
+fn slim_template(template: &mut PodTemplateSpec) {
+    let first = template
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .map(|c| Container {
+            name: c.name.clone(),
+            image: c.image.clone(),
+            ..Container::default()
+        });
+    template.spec = first.map(|container| PodSpec {
+        containers: vec![container],
+        ..PodSpec::default()
+    });
 }
 
 /// A cache of the children of one service's resources: only objects Ratchet
@@ -113,6 +189,7 @@ fn slim<K: Resource>(object: &mut K) {
 fn cached<K>(ctx: &Context, service: &str) -> (Store<K>, Trigger<K>)
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Slim
         + Clone
         + std::fmt::Debug
         + DeserializeOwned
@@ -122,7 +199,7 @@ where
 {
     let owned =
         watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER},{NAME}={service}"));
-    reflected(api::<K>(ctx), owned)
+    reflected(api::<K>(ctx), owned, K::slim)
 }
 
 impl Caches {
@@ -202,4 +279,88 @@ where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
     store.get(&ObjectRef::new(name).within(namespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slim_workload_keeps_what_a_pass_reads_and_nothing_of_its_pod_spec_else() {
+        let mut deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "cinder", "namespace": "ns",
+                "annotations": { "ratchet.c5c3.io/template-hash": "h1" },
+                "managedFields": [{ "manager": "ratchet", "operation": "Apply",
+                                    "time": "2026-12-03T10:00:00Z", "fieldsV1": { "f:spec": {} } }],
+            },
+            "spec": {
+                "replicas": 2,
+                "selector": { "matchLabels": { "app": "cinder" } },
+                "template": {
+                    "metadata": { "annotations": { "cinder.c5c3.io/installed-release": "2026.1" } },
+                    "spec": {
+                        "containers": [{
+                            "name": "api", "image": "repo/cinder:2026.1",
+                            "command": ["cinder-api"], "env": [{ "name": "A", "value": "b" }],
+                        }],
+                        "volumes": [{ "name": "config", "configMap": { "name": "cinder-config" } }],
+                    },
+                },
+            },
+            "status": { "replicas": 2, "readyReplicas": 2 },
+        }))
+        .expect("a Deployment");
+        deployment.slim();
+        let spec = deployment.spec.as_ref().expect("spec");
+        let pod = spec.template.spec.as_ref().expect("pod spec");
+        assert_eq!(spec.replicas, Some(2));
+        assert_eq!(pod.containers.len(), 1);
+        assert_eq!(
+            pod.containers[0].image.as_deref(),
+            Some("repo/cinder:2026.1")
+        );
+        assert!(pod.containers[0].env.is_none() && pod.containers[0].command.is_none());
+        assert!(pod.volumes.is_none());
+        assert_eq!(
+            spec.template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.as_ref())
+                .map(|a| a.len()),
+            Some(1)
+        );
+        let managed = &deployment
+            .metadata
+            .managed_fields
+            .as_ref()
+            .expect("managed fields")[0];
+        assert_eq!(managed.manager.as_deref(), Some("ratchet"));
+        assert!(managed.time.is_some() && managed.fields_v1.is_none());
+        assert_eq!(deployment.status.and_then(|s| s.ready_replicas), Some(2));
+    }
+
+    #[test]
+    fn a_slim_config_map_keeps_its_hash_not_its_files_and_a_job_no_template() {
+        let mut config: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "c", "annotations": { "ratchet.c5c3.io/template-hash": "h" } },
+            "data": { "cinder.conf": "[DEFAULT]\n" },
+        }))
+        .expect("a ConfigMap");
+        config.slim();
+        assert!(config.data.is_none());
+        assert!(config.metadata.annotations.is_some_and(|a| a.len() == 1));
+        let mut job: Job = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "c-db-sync", "annotations": { "ratchet.c5c3.io/pod-spec-hash": "p" } },
+            "spec": { "backoffLimit": 4, "template": { "spec": {
+                "containers": [{ "name": "db-sync", "image": "i" }], "restartPolicy": "Never" } } },
+            "status": { "succeeded": 1 },
+        }))
+        .expect("a Job");
+        job.slim();
+        let spec = job.spec.expect("spec");
+        assert_eq!(spec.backoff_limit, Some(4));
+        assert!(spec.template.spec.is_none());
+        assert_eq!(job.status.and_then(|s| s.succeeded), Some(1));
+    }
 }

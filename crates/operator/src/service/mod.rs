@@ -162,8 +162,11 @@ pub async fn run<S: OpenStackService>(
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
     // Our own reflector rather than `Controller::new`'s: it retries a failed
     // watch within a second and keeps its errors out of the trigger stream.
-    let (resources, resource_stream) =
-        caches::reflected(api::<S>(&ctx), watcher::Config::default());
+    let (resources, resource_stream) = caches::reflected(
+        api::<S>(&ctx),
+        watcher::Config::default(),
+        caches::slim_metadata,
+    );
     Controller::for_stream(resource_stream, resources)
         .owns_stream(triggers.jobs)
         .owns_stream(triggers.deployments)

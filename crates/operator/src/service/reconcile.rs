@@ -174,9 +174,17 @@ impl<S: OpenStackService> Pass<S> {
     ) -> Result<()> {
         let name = owner.config_map_name();
         let live = named(&self.caches.config_maps, &owner.namespace, &name);
-        if live
-            .is_some_and(|l| l.data == desired.data && l.metadata.labels == desired.metadata.labels)
-        {
+        let hash = |c: &ConfigMap| {
+            c.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(TEMPLATE_HASH).cloned())
+        };
+        if live.is_some_and(|l| {
+            hash(&l).is_some()
+                && hash(&l) == hash(desired)
+                && l.metadata.labels == desired.metadata.labels
+        }) {
             return Ok(());
         }
         let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &owner.namespace);

@@ -78,12 +78,15 @@ impl Owner {
 }
 
 /// The ConfigMap holding `files`, the model's rendered configuration and the
-/// files beside it.
+/// files beside it, annotated with the hash of its content: the cache keeps
+/// the hash, not the files.
 pub fn config_map(owner: &Owner, files: &BTreeMap<&str, &str>) -> Result<ConfigMap> {
+    let hash = content_hash(serde_json::to_string(files)?.as_bytes());
+    let annotations = BTreeMap::from([(labels::TEMPLATE_HASH.to_string(), hash)]);
     Ok(serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": owner.metadata(&owner.config_map_name(), "config", BTreeMap::new()),
+        "metadata": owner.metadata(&owner.config_map_name(), "config", annotations),
         "data": files,
     }))?)
 }

@@ -503,7 +503,11 @@ pub(crate) mod tests {
             "the install's sync is not this upgrade's"
         );
         assert_eq!(timeline.jobs[0].note, "succeeded · 1 attempt · exit 0");
-        assert_eq!(timeline.job_seconds(), 2.0, "the expand Job's, not the install's");
+        assert_eq!(
+            timeline.job_seconds(),
+            2.0,
+            "the expand Job's, not the install's"
+        );
         let warnings: Vec<&str> = timeline.warnings().map(|m| m.reason.as_str()).collect();
         assert_eq!(warnings, ["UpgradeCheckWarnings"]);
     }
