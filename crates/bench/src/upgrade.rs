@@ -226,6 +226,7 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
     let bench = Bench::start().await?;
     let mut walls = Vec::new();
     let mut requests = Vec::new();
+    let mut classes = std::collections::BTreeMap::<String, u64>::new();
     let mut all_reactions: Vec<Duration> = Vec::new();
     let mut worst: Vec<(String, Duration)> = Vec::new();
     for run in 0..args.runs {
@@ -267,7 +268,11 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         .await
         .context("upgrade")?;
         walls.push(started.elapsed());
-        requests.push(bench.counter.take());
+        let counted = bench.counter.take_by_class();
+        requests.push(counted.values().sum::<u64>());
+        for (class, n) in counted {
+            *classes.entry(class).or_default() += n;
+        }
         let _ = stop_tx.send(());
         let seen = recorder.await?;
         for (what, took) in reactions(&seen, "2026.2") {
@@ -315,5 +320,13 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         requests.iter().min().copied().unwrap_or_default(),
         requests.iter().max().copied().unwrap_or_default()
     );
+    let mut by_count: Vec<(String, u64)> = classes.into_iter().collect();
+    by_count.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let runs = requests.len().max(1) as f64;
+    let per_upgrade: Vec<String> = by_count
+        .iter()
+        .map(|(class, n)| format!("{class} {:.1}", *n as f64 / runs))
+        .collect();
+    println!("  per upgrade by request: {}", per_upgrade.join(", "));
     Ok(())
 }

@@ -529,11 +529,11 @@ fn kubeconfig_json(server: &str, pki: &PkiFiles) -> serde_json::Value {
 async fn config_from_kubeconfig(kubeconfig: serde_json::Value) -> Result<Config> {
     let kubeconfig: Kubeconfig =
         serde_json::from_value(kubeconfig).map_err(|e| TestEnvError::Kubeconfig(e.to_string()))?;
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    // kube's default read timeout (295 s) stays: it is what lets a watch
+    // (290 s) end on its own; a shorter one breaks every quiet watch.
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
-        .map_err(|e| TestEnvError::Kubeconfig(e.to_string()))?;
-    config.read_timeout = Some(Duration::from_secs(60));
-    Ok(config)
+        .map_err(|e| TestEnvError::Kubeconfig(e.to_string()))
 }
 
 /// A port the kernel considers free right now. Another process may take it

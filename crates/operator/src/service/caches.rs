@@ -92,6 +92,12 @@ where
         .filter_map(move |item| {
             let kept = match item {
                 Ok(object) => Some(Ok(object)),
+                // An expired resource version is the watch protocol at work
+                // (the watcher lists again), not a fault worth a warning.
+                Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+                    tracing::debug!(kind = %kind, %status, "watch expired; listing again");
+                    None
+                }
                 Err(error) => {
                     tracing::warn!(kind = %kind, %error, "watch failed; retrying");
                     None

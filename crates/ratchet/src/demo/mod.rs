@@ -227,7 +227,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
                     let load = running
                         .finish((upgrade_from, SystemTime::now()))
                         .await?
-                        .with_work(wall, timeline.as_ref(), &rolls);
+                        .with_work(began, wall, timeline.as_ref(), &rolls);
                     println!("{}", load.line());
                     let verdict = format!("{verdict} {}", load.verdict());
                     figures = Some(load);

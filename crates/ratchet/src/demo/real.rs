@@ -181,23 +181,33 @@ pub struct LoadFigures {
     pub upgrade_ms: (f64, f64),
     pub made: Made,
     /// How long the upgrade took (second roll included), and how much of
-    /// that its Jobs and workload rolls took themselves.
+    /// that time a Job or a workload roll was running.
     pub upgrade_s: Option<f64>,
     pub work_s: Option<f64>,
 }
 
 impl LoadFigures {
-    /// The upgrade's duration (`wall`), its Jobs' (from its timeline) and its
-    /// rolls' (from a [`RollClock`]).
+    /// The upgrade's duration (`wall`, from `began`) and the part of it
+    /// covered by its Jobs (from its timeline, which starts at the
+    /// `UpgradeInitiated` event, within a pass of `began`) or its rolls (from
+    /// a [`RollClock`]). Overlaps count once, so the rest is Ratchet's own.
     pub fn with_work(
         mut self,
+        began: Instant,
         wall: Duration,
         timeline: Option<&Timeline>,
         rolls: &[Roll],
     ) -> LoadFigures {
-        self.upgrade_s = Some(wall.as_secs_f64());
-        self.work_s =
-            timeline.map(|t| t.job_seconds() + rolls.iter().map(|r| r.seconds).sum::<f64>());
+        let wall = wall.as_secs_f64();
+        self.upgrade_s = Some(wall);
+        self.work_s = timeline.map(|t| {
+            let jobs = t.jobs.iter().map(|job| (job.start, job.end));
+            let rolls = rolls.iter().map(|roll| {
+                let since = |at: Instant| at.saturating_duration_since(began).as_secs_f64();
+                (since(roll.began), since(roll.ended))
+            });
+            covered(jobs.chain(rolls), wall)
+        });
         self
     }
 
@@ -242,7 +252,23 @@ impl LoadFigures {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Roll {
     pub workload: String,
-    pub seconds: f64,
+    pub began: Instant,
+    pub ended: Instant,
+}
+
+/// Seconds of `0..wall` inside at least one of `spans` (start, end).
+fn covered(spans: impl Iterator<Item = (f64, f64)>, wall: f64) -> f64 {
+    let mut spans: Vec<(f64, f64)> = spans
+        .map(|(start, end)| (start.clamp(0.0, wall), end.clamp(0.0, wall)))
+        .filter(|(start, end)| end > start)
+        .collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut reached) = (0.0, 0.0_f64);
+    for (start, end) in spans {
+        total += (end - start.max(reached)).max(0.0);
+        reached = reached.max(end);
+    }
+    total
 }
 
 /// Watches the namespace's Deployments and StatefulSets and times every roll
@@ -351,7 +377,8 @@ impl RollTimer {
                 entry.1 = None;
                 Some(Roll {
                     workload: rollout.workload,
-                    seconds: now.duration_since(began).as_secs_f64(),
+                    began,
+                    ended: now,
                 })
             }
             _ => None,
@@ -388,10 +415,26 @@ mod tests {
             done,
             Some(Roll {
                 workload: "cinder-scheduler".into(),
-                seconds: 30.0
+                began: at(10),
+                ended: at(40),
             })
         );
         // Complete again, nothing new: no second count.
         assert_eq!(timer.observe(rollout(3, true), at(41)), None);
+    }
+
+    #[test]
+    fn overlapping_work_counts_once_and_only_inside_the_upgrade() {
+        let spans = [
+            (0.0, 3.0),
+            (2.0, 5.0),
+            (10.0, 12.0),
+            (11.0, 11.5),
+            (-4.0, 1.0),
+        ];
+        assert_eq!(covered(spans.into_iter(), 100.0), 7.0);
+        // Work after the upgrade ended (a trailing sync) is cut at its end.
+        assert_eq!(covered([(90.0, 110.0)].into_iter(), 100.0), 10.0);
+        assert_eq!(covered(std::iter::empty(), 100.0), 0.0);
     }
 }
