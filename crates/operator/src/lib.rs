@@ -142,32 +142,59 @@ async fn controllers<R: Registry>(
     });
 }
 
-/// Runs the controller of every service in `R` until `shutdown` resolves.
+/// Runs the controller of every service in `R` until `shutdown` resolves, over
+/// one shared set of child watches. Each controller and each watch's routing
+/// is its own task, so a busy one never delays another's reaction.
 async fn run_all<R: Registry>(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     use futures::FutureExt;
-    use futures::future::{BoxFuture, Shared};
+    use futures::future::Shared;
+    use std::collections::HashMap;
     struct Controllers<F: std::future::Future> {
         ctx: Arc<Context>,
+        caches: service::Caches,
+        triggers: HashMap<&'static str, service::Triggers>,
         shutdown: Shared<F>,
-        running: Vec<BoxFuture<'static, ()>>,
+        running: tokio::task::JoinSet<()>,
     }
     impl<F> registry::ServiceVisitor for Controllers<F>
     where
         F: std::future::Future<Output = ()> + Send + Sync + 'static,
     {
         fn visit<S: service::OpenStackService>(&mut self) {
-            let run = service::run::<S>(self.ctx.clone(), self.shutdown.clone());
-            self.running.push(run.boxed());
+            if let Some(triggers) = self.triggers.remove(S::SERVICE) {
+                self.running.spawn(service::run::<S>(
+                    self.ctx.clone(),
+                    self.caches.clone(),
+                    triggers,
+                    self.shutdown.clone(),
+                ));
+            }
         }
     }
+    let shutdown = shutdown.shared();
+    let names: Vec<&'static str> = R::services().iter().map(|s| s.service).collect();
+    let (caches, routed) = service::Caches::start(&ctx, &names);
     let mut controllers = Controllers {
         ctx,
-        shutdown: shutdown.shared(),
-        running: Vec::new(),
+        caches,
+        triggers: routed.triggers,
+        shutdown: shutdown.clone(),
+        running: tokio::task::JoinSet::new(),
     };
     R::visit_all(&mut controllers);
-    futures::future::join_all(controllers.running).await;
+    for routing in routed.routing {
+        let shutdown = shutdown.clone();
+        controllers.running.spawn(async move {
+            tokio::select! {
+                _ = routing => {}
+                _ = shutdown => {}
+            }
+        });
+    }
+    // Dropped early (the lease lost without a graceful stop), the set aborts
+    // every task in it.
+    while controllers.running.join_next().await.is_some() {}
 }

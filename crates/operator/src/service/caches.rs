@@ -1,8 +1,14 @@
 //! Watch caches of the objects Ratchet owns. The same watch streams that wake
-//! the controller fill these stores (a reflector updates its store before the
-//! change reaches the controller), so a pass woken by a child's change reads
+//! the controllers fill these stores (a reflector updates its store before the
+//! change reaches a controller), so a pass woken by a child's change reads
 //! that change from memory instead of listing it again: no round trip for
 //! observing Jobs, workloads, ConfigMaps and Services.
+//!
+//! The operator watches each child kind once, whatever the number of services
+//! it runs: one store per kind, shared by every service's controller, and a
+//! router that hands each changed object to the controller of the service its
+//! name label names ([`Caches::start`]). Watches and cached copies therefore
+//! do not multiply with the services.
 //!
 //! A watch that fails (the API server restarting, a dropped connection) retries
 //! on its own within a second ([`WATCH_RETRY`]) and its errors stop here: passed
@@ -14,7 +20,11 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use futures::{FutureExt, Stream, StreamExt};
+use std::collections::HashMap;
+
+use futures::channel::mpsc;
+use futures::future::BoxFuture;
+use futures::{FutureExt, SinkExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -30,7 +40,8 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
 
-/// The stores of one service's controller (its own children only).
+/// The stores of every child Ratchet manages, shared by all controllers (each
+/// reads its own children out of them with [`owned_by`] and [`named`]).
 #[derive(Clone)]
 pub struct Caches {
     pub jobs: Store<Job>,
@@ -40,7 +51,8 @@ pub struct Caches {
     pub services: Store<Service>,
 }
 
-/// The trigger streams that fill [`Caches`]; each goes to `Controller::owns_stream`.
+/// One service's share of the child watches: the changes to its children, each
+/// for `Controller::owns_stream`.
 pub struct Triggers {
     pub jobs: Trigger<Job>,
     pub deployments: Trigger<Deployment>,
@@ -189,10 +201,28 @@ fn slim_template(template: &mut PodTemplateSpec) {
     });
 }
 
-/// A cache of the children of one service's resources: only objects Ratchet
-/// manages for `service`, so each service's controller holds its own
-/// children and no other's.
-fn cached<K>(ctx: &Context, service: &str) -> (Store<K>, Trigger<K>)
+/// How many changed objects wait for one controller before the router waits
+/// for it: the controller drains its triggers into its queue at once, so this
+/// is only slack for a burst.
+const ROUTE_BUFFER: usize = 256;
+
+/// The started child watches: each service's triggers, and the routing that
+/// feeds them (to run for as long as the controllers do).
+pub struct Routed {
+    pub triggers: HashMap<&'static str, Triggers>,
+    pub routing: Vec<BoxFuture<'static, ()>>,
+}
+
+/// One kind's shared watch: every object Ratchet manages for one of
+/// `services`, its store, and one trigger stream per service.
+fn shared<K>(
+    ctx: &Context,
+    services: &[&'static str],
+) -> (
+    Store<K>,
+    HashMap<&'static str, Trigger<K>>,
+    BoxFuture<'static, ()>,
+)
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Slim
@@ -203,32 +233,92 @@ where
         + Sync
         + 'static,
 {
-    let owned =
-        watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER},{NAME}={service}"));
-    reflected(api::<K>(ctx), owned, K::slim)
+    let managed = watcher::Config::default().labels(&format!(
+        "{MANAGED_BY}={MANAGER},{NAME} in ({})",
+        services.join(",")
+    ));
+    let (store, changes) = reflected(api::<K>(ctx), managed, K::slim);
+    let mut routes = HashMap::new();
+    let mut triggers = HashMap::new();
+    for service in services {
+        let (sender, receiver) = mpsc::channel(ROUTE_BUFFER);
+        routes.insert(*service, sender);
+        triggers.insert(*service, Box::pin(receiver.map(Ok)) as Trigger<K>);
+    }
+    (store, triggers, route(changes, routes).boxed())
+}
+
+/// Hands each changed object to the controller of the service it belongs to.
+async fn route<K: Resource>(
+    mut changes: Trigger<K>,
+    mut routes: HashMap<&'static str, mpsc::Sender<K>>,
+) {
+    while let Some(change) = changes.next().await {
+        let Ok(object) = change else { continue };
+        let service = object.meta().labels.as_ref().and_then(|l| l.get(NAME));
+        if let Some(route) = service.and_then(|s| routes.get_mut(s.as_str())) {
+            // A closed route is a controller that has stopped; the rest go on.
+            let _ = route.send(object).await;
+        }
+    }
 }
 
 impl Caches {
-    pub fn start(ctx: &Context, service: &str) -> (Caches, Triggers) {
-        let (jobs, job_stream) = cached(ctx, service);
-        let (deployments, deployment_stream) = cached(ctx, service);
-        let (stateful_sets, stateful_set_stream) = cached(ctx, service);
-        let (config_maps, config_map_stream) = cached(ctx, service);
-        let (services, service_stream) = cached(ctx, service);
+    /// Starts one watch per child kind for all of `services` (their
+    /// [`super::OpenStackService::SERVICE`] names).
+    pub fn start(ctx: &Context, services: &[&'static str]) -> (Caches, Routed) {
+        let (jobs, mut job_triggers, job_routing) = shared(ctx, services);
+        let (deployments, mut deployment_triggers, deployment_routing) = shared(ctx, services);
+        let (stateful_sets, mut stateful_set_triggers, stateful_set_routing) =
+            shared(ctx, services);
+        let (config_maps, mut config_map_triggers, config_map_routing) = shared(ctx, services);
+        let (services_cache, mut service_triggers, service_routing) = shared(ctx, services);
+        let mut triggers = HashMap::new();
+        for service in services {
+            let (
+                Some(jobs),
+                Some(deployments),
+                Some(stateful_sets),
+                Some(config_maps),
+                Some(services),
+            ) = (
+                job_triggers.remove(service),
+                deployment_triggers.remove(service),
+                stateful_set_triggers.remove(service),
+                config_map_triggers.remove(service),
+                service_triggers.remove(service),
+            )
+            else {
+                continue;
+            };
+            triggers.insert(
+                *service,
+                Triggers {
+                    jobs,
+                    deployments,
+                    stateful_sets,
+                    config_maps,
+                    services,
+                },
+            );
+        }
         (
             Caches {
                 jobs,
                 deployments,
                 stateful_sets,
                 config_maps,
-                services,
+                services: services_cache,
             },
-            Triggers {
-                jobs: job_stream,
-                deployments: deployment_stream,
-                stateful_sets: stateful_set_stream,
-                config_maps: config_map_stream,
-                services: service_stream,
+            Routed {
+                triggers,
+                routing: vec![
+                    job_routing,
+                    deployment_routing,
+                    stateful_set_routing,
+                    config_map_routing,
+                    service_routing,
+                ],
             },
         )
     }
@@ -290,6 +380,40 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labelled(name: &str, service: Option<&str>) -> ConfigMap {
+        let mut config = ConfigMap::default();
+        config.metadata.name = Some(name.into());
+        config.metadata.labels =
+            service.map(|s| std::collections::BTreeMap::from([(NAME.to_string(), s.to_string())]));
+        config
+    }
+
+    #[tokio::test]
+    async fn each_change_reaches_only_the_controller_of_its_service() {
+        let changes = futures::stream::iter([
+            labelled("c1", Some("cinder")),
+            labelled("g1", Some("glance")),
+            labelled("stray", Some("nova")),
+            labelled("unlabelled", None),
+            labelled("c2", Some("cinder")),
+        ])
+        .map(Ok);
+        let (cinder, cinder_changes) = mpsc::channel(ROUTE_BUFFER);
+        let (glance, glance_changes) = mpsc::channel(ROUTE_BUFFER);
+        route(
+            Box::pin(changes),
+            HashMap::from([("cinder", cinder), ("glance", glance)]),
+        )
+        .await;
+        let names = |changes: mpsc::Receiver<ConfigMap>| {
+            changes
+                .map(|c| c.metadata.name.unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(cinder_changes).await, ["c1", "c2"]);
+        assert_eq!(names(glance_changes).await, ["g1"]);
+    }
 
     #[test]
     fn a_slim_workload_keeps_what_a_pass_reads_and_nothing_of_its_pod_spec_else() {

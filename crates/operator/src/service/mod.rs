@@ -40,7 +40,7 @@ pub use model::ServiceModel;
 pub use render::Owner;
 pub use status::ServiceStatus;
 
-use caches::Caches;
+pub use caches::{Caches, Routed, Triggers};
 
 use crate::context::Context;
 use crate::error::Error;
@@ -151,14 +151,16 @@ fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Con
     Action::requeue(delay)
 }
 
-/// Runs the controller for service `S` until `shutdown` resolves. Owned Jobs,
-/// workloads, ConfigMaps and Services wake it on every change (no polling), and
-/// the same watches keep the caches a pass reads its children from.
+/// Runs the controller for service `S` until `shutdown` resolves. Its Jobs,
+/// workloads, ConfigMaps and Services wake it on every change (`triggers`, no
+/// polling), from the shared watches that keep the `caches` a pass reads its
+/// children from.
 pub async fn run<S: OpenStackService>(
     ctx: Arc<Context>,
+    caches: Caches,
+    triggers: Triggers,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let (caches, triggers) = Caches::start(&ctx, S::SERVICE);
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
     // Our own reflector rather than `Controller::new`'s: it retries a failed
     // watch within a second and keeps its errors out of the trigger stream.
