@@ -18,7 +18,7 @@ pub fn reconcile_rules<R: Registry>() -> Value {
         { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
-        { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create"] },
+        { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create"] },
         { "apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"] },
         { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
     ]);

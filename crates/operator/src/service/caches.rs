@@ -25,10 +25,11 @@ use std::collections::HashMap;
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
+use k8s_openapi::ByteString;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec, Secret, Service};
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::ExponentialBackoff;
@@ -49,6 +50,10 @@ pub struct Caches {
     pub stateful_sets: Store<StatefulSet>,
     pub config_maps: Store<ConfigMap>,
     pub services: Store<Service>,
+    /// The Secrets of the namespaces Ratchet reconciles in, by key name only
+    /// (never a value): a pass checks that the Secret keys its pods read exist
+    /// without a request to the API server.
+    pub secret_keys: Store<Secret>,
 }
 
 /// One service's share of the child watches: the changes to its children, each
@@ -166,6 +171,20 @@ impl Slim for ConfigMap {
     }
 }
 
+/// A Secret is read for which keys it has; its values are never kept.
+impl Slim for Secret {
+    fn slim(&mut self) {
+        slim_metadata(self);
+        self.metadata.annotations = None;
+        for value in self.data.iter_mut().flat_map(|d| d.values_mut()) {
+            *value = ByteString(Vec::new());
+        }
+        for value in self.string_data.iter_mut().flat_map(|d| d.values_mut()) {
+            value.clear();
+        }
+    }
+}
+
 /// A Service is compared by its rendering's hash annotation.
 impl Slim for Service {
     fn slim(&mut self) {
@@ -273,6 +292,10 @@ impl Caches {
             shared(ctx, services);
         let (config_maps, mut config_map_triggers, config_map_routing) = shared(ctx, services);
         let (services_cache, mut service_triggers, service_routing) = shared(ctx, services);
+        // Secrets wake no pass (a pass waiting for one is requeued), so their
+        // stream only fills the store.
+        let (secret_keys, secret_changes) =
+            reflected(api::<Secret>(ctx), watcher::Config::default(), Secret::slim);
         let mut triggers = HashMap::new();
         for service in services {
             let (
@@ -309,6 +332,7 @@ impl Caches {
                 stateful_sets,
                 config_maps,
                 services: services_cache,
+                secret_keys,
             },
             Routed {
                 triggers,
@@ -318,6 +342,7 @@ impl Caches {
                     stateful_set_routing,
                     config_map_routing,
                     service_routing,
+                    secret_changes.for_each(|_| std::future::ready(())).boxed(),
                 ],
             },
         )
@@ -335,6 +360,7 @@ impl Caches {
             ("statefulsets", wait(&self.stateful_sets).boxed()),
             ("configmaps", wait(&self.config_maps).boxed()),
             ("services", wait(&self.services).boxed()),
+            ("secrets", wait(&self.secret_keys).boxed()),
         ];
         for (kind, ready) in waits {
             if tokio::time::timeout(timeout, ready).await.is_err() {

@@ -6,21 +6,21 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, Secret};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use kube::Api;
-use kube::api::{GetParams, ListParams};
+use kube::api::ListParams;
 use ratchet_api::common::SecretKeyRef;
 use ratchet_phase_machine::{
     JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout, Step,
 };
 
 use super::OpenStackService;
-use super::caches::{Caches, owned_by};
+use super::caches::{Caches, named, owned_by};
 use super::model::{ServiceModel, WorkloadKind};
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::labels::{COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
 
 /// A workload as read, of either kind.
@@ -77,7 +77,7 @@ pub async fn observe<S: OpenStackService>(
     let mut secret_refs: Vec<&SecretKeyRef> = model.all_secrets().map(|s| &s.source).collect();
     secret_refs.sort_by(|a, b| (&a.secret_name, &a.key).cmp(&(&b.secret_name, &b.key)));
     secret_refs.dedup();
-    let missing_secrets = missing_secrets(ctx, &owner.namespace, secret_refs).await?;
+    let missing_secrets = missing_secrets(caches, &owner.namespace, secret_refs);
     let (service, namespace, name) = (S::SERVICE, owner.namespace.as_str(), owner.name.as_str());
     let jobs: BTreeMap<String, Arc<Job>> = owned_by(&caches.jobs, service, namespace, name)
         .into_iter()
@@ -349,32 +349,17 @@ fn stateful_set_rollout(s: &StatefulSet) -> (Option<&PodTemplateSpec>, Rollout, 
 }
 
 /// References whose Secret or key does not exist. Values are never read into logs.
-async fn missing_secrets(
-    ctx: &Context,
-    namespace: &str,
-    refs: Vec<&SecretKeyRef>,
-) -> Result<Vec<String>> {
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-    let checks = refs.into_iter().map(|r| {
-        let api = api.clone();
-        async move {
-            // Served from the API server's watch cache (resourceVersion 0): a
-            // presence check needs no quorum read from etcd, and it is on the
-            // path of every reaction.
-            let secret = match api.get_with(&r.secret_name, &GetParams::any()).await {
-                Ok(secret) => Some(secret),
-                Err(kube::Error::Api(status)) if status.code == 404 => None,
-                Err(e) => return Err(e.into()),
-            };
-            let present = secret.is_some_and(|s| {
+fn missing_secrets(caches: &Caches, namespace: &str, refs: Vec<&SecretKeyRef>) -> Vec<String> {
+    refs.into_iter()
+        .filter(|r| {
+            let secret = named(&caches.secret_keys, namespace, &r.secret_name);
+            !secret.is_some_and(|s| {
                 s.data.as_ref().is_some_and(|d| d.contains_key(&r.key))
                     || s.string_data
                         .as_ref()
                         .is_some_and(|d| d.contains_key(&r.key))
-            });
-            Ok::<_, Error>((!present).then(|| format!("Secret {} key {}", r.secret_name, r.key)))
-        }
-    });
-    let results = futures::future::try_join_all(checks).await?;
-    Ok(results.into_iter().flatten().collect())
+            })
+        })
+        .map(|r| format!("Secret {} key {}", r.secret_name, r.key))
+        .collect()
 }

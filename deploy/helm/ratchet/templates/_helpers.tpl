@@ -45,7 +45,7 @@ holds the rendered chart to the operator's registry.
   verbs: ["get", "list", "watch", "create", "delete", "patch"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "create"]
+  verbs: ["get", "list", "watch", "create"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "delete"]
