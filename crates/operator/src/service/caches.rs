@@ -415,6 +415,28 @@ mod tests {
         config
     }
 
+    #[test]
+    fn a_slim_secret_keeps_its_key_names_and_no_value_anywhere() {
+        let mut secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "db", "namespace": "ns",
+                "annotations": { "kubectl.kubernetes.io/last-applied-configuration":
+                                 "{\"data\":{\"password\":\"c2VjcmV0\"}}" },
+            },
+            "data": { "password": "c2VjcmV0" },
+            "stringData": { "user": "cinder" },
+        }))
+        .expect("a Secret");
+        secret.slim();
+        assert!(secret.metadata.annotations.is_none());
+        let data = secret.data.expect("data");
+        assert_eq!(data.keys().collect::<Vec<_>>(), ["password"]);
+        assert!(data.values().all(|v| v.0.is_empty()));
+        let string_data = secret.string_data.expect("stringData");
+        assert_eq!(string_data.keys().collect::<Vec<_>>(), ["user"]);
+        assert!(string_data.values().all(String::is_empty));
+    }
+
     #[tokio::test]
     async fn each_change_reaches_only_the_controller_of_its_service() {
         let changes = futures::stream::iter([
