@@ -4,6 +4,7 @@
 mod chaos;
 mod cluster;
 mod counting;
+mod heap;
 mod install;
 mod operator;
 mod pods;
@@ -14,6 +15,10 @@ mod storage;
 mod upgrade;
 
 use clap::{Parser, Subcommand};
+
+/// Counts live heap bytes, for what the operator's caches cost (`heap`).
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
 
 #[derive(Parser)]
 #[command(name = "ratchet-bench", about = "Ratchet benchmarks (print figures)")]

@@ -73,7 +73,8 @@ fn spawn_operator(
     extra: &[&str],
     identity: &str,
 ) -> anyhow::Result<Operator> {
-    let child = Command::new(ratchet_binary()?)
+    let mut command = Command::new(ratchet_binary()?);
+    command
         .args([
             "operator",
             "--metrics-bind",
@@ -86,8 +87,18 @@ fn spawn_operator(
         .env("POD_NAME", identity)
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+        .stderr(Stdio::null());
+    // To see why a figure is what it is: the operator's log at info, in a file.
+    if let Some(path) = std::env::var_os("RATCHET_BENCH_OPERATOR_LOG") {
+        let mut path = PathBuf::from(path);
+        path.as_mut_os_string().push(format!(".{identity}"));
+        let log = std::fs::File::create(&path)?;
+        command
+            .env("RUST_LOG", "info,ratchet_operator=debug")
+            .stdout(log.try_clone()?)
+            .stderr(log);
+    }
+    let child = command.spawn()?;
     Ok(Operator(child))
 }
 
@@ -187,6 +198,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         took.as_secs_f64(),
         per_100(peak)
     );
+    print_cache_costs(&admin).await?;
     upgrade_all(&cinders).await?;
     upgrade_all(&ironics).await?;
     let ((took, cinder_peak), (_, ironic_peak)) = tokio::try_join!(
@@ -202,6 +214,23 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     drop(operator);
 
     takeover(&admin, &kubeconfig).await
+}
+
+/// What each of the operator's watch caches holds for the installed fleet.
+async fn print_cache_costs(admin: &Client) -> anyhow::Result<()> {
+    let costs = crate::heap::caches(admin).await?;
+    let total: isize = costs.iter().map(|c| c.bytes).sum();
+    for cost in &costs {
+        println!(
+            "  cache of {}: {} objects, {:.2} MiB ({} bytes each)",
+            cost.kind,
+            cost.objects,
+            cost.bytes as f64 / 1048576.0,
+            cost.bytes / cost.objects.max(1) as isize
+        );
+    }
+    println!("  caches in all: {:.2} MiB", total as f64 / 1048576.0);
+    Ok(())
 }
 
 /// Two replicas with leader election; the leader is killed (no release); the

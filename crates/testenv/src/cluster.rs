@@ -386,7 +386,9 @@ async fn start_apiserver(
         format!("--tls-cert-file={}", pki.serving_cert.display()),
         format!("--tls-private-key-file={}", pki.serving_key.display()),
         format!("--client-ca-file={}", pki.ca_cert.display()),
-        "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+        // Room for a fleet: a /24 holds 254 Services, fewer than 300 Cinders
+        // need (the API server answers 500 "range is full" past that).
+        "--service-cluster-ip-range=10.0.0.0/16".to_string(),
         "--authorization-mode=RBAC".to_string(),
         "--service-account-issuer=https://kubernetes.default.svc".to_string(),
         format!("--service-account-key-file={sa_public}"),

@@ -27,9 +27,10 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::ExponentialBackoff;
@@ -37,6 +38,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 
 use super::api;
+use crate::children::FIELD_MANAGER;
 use crate::context::Context;
 use crate::error::Result;
 use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
@@ -127,37 +129,71 @@ where
 
 /// What a cached child keeps: only what a pass reads, so memory follows the
 /// number of objects, not the size of their pod templates and configuration.
+/// The generated Kubernetes types are large even when nearly empty (a
+/// `Container` is 2 KiB inline, every label map at least one 0.5 KiB node), so
+/// a slim object keeps as few maps and nested structs as the pass allows
+/// (`ratchet-bench operator` prints what each cache costs).
 pub trait Slim: Resource {
     fn slim(&mut self);
 }
 
-/// A Job is read for its labels, annotations (its pod-spec hash) and status.
+/// The Job controller's verdicts, the only conditions a pass reads.
+const JOB_VERDICTS: [&str; 4] = ["Complete", "SuccessCriteriaMet", "Failed", "FailureTarget"];
+
+/// A Job is read for its labels, annotations (its pod-spec hash) and verdict.
 impl Slim for Job {
     fn slim(&mut self) {
-        slim_metadata(self);
-        if let Some(spec) = self.spec.as_mut() {
-            spec.template = PodTemplateSpec::default();
+        drop_managed_fields(self);
+        self.spec = None;
+        if let Some(conditions) = self.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            conditions.retain(|c| c.status == "True" && JOB_VERDICTS.contains(&c.type_.as_str()));
         }
     }
 }
 
-/// A workload is read for its status, its annotations and its template's
-/// annotations and first image.
+/// A workload is read for its replicas, status, annotations and its template's
+/// annotations and first image; a Deployment's conditions only for a missed
+/// progress deadline.
 impl Slim for Deployment {
     fn slim(&mut self) {
-        slim_metadata(self);
+        drop_managed_fields(self);
         if let Some(spec) = self.spec.as_mut() {
-            slim_template(&mut spec.template);
+            *spec = DeploymentSpec {
+                replicas: spec.replicas,
+                template: slim_template(std::mem::take(&mut spec.template)),
+                ..DeploymentSpec::default()
+            };
+        }
+        if let Some(conditions) = self.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            conditions.retain(|c| c.type_ == "Progressing" && c.status == "False");
         }
     }
 }
 
+/// A StatefulSet also keeps when Ratchet last changed it (its field manager's
+/// time), since its stall is judged from that, and its selector, which finds
+/// its pods.
 impl Slim for StatefulSet {
     fn slim(&mut self) {
-        slim_metadata(self);
+        let ratchets = self.metadata.managed_fields.take().map(|entries| {
+            entries
+                .into_iter()
+                .filter(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
+                .map(|e| ManagedFieldsEntry {
+                    manager: e.manager,
+                    time: e.time,
+                    ..ManagedFieldsEntry::default()
+                })
+                .collect()
+        });
+        self.metadata.managed_fields = ratchets;
         if let Some(spec) = self.spec.as_mut() {
-            slim_template(&mut spec.template);
-            spec.volume_claim_templates = None;
+            *spec = StatefulSetSpec {
+                replicas: spec.replicas,
+                selector: std::mem::take(&mut spec.selector),
+                template: slim_template(std::mem::take(&mut spec.template)),
+                ..StatefulSetSpec::default()
+            };
         }
     }
 }
@@ -165,17 +201,22 @@ impl Slim for StatefulSet {
 /// A ConfigMap is compared by its content hash annotation, never its data.
 impl Slim for ConfigMap {
     fn slim(&mut self) {
-        slim_metadata(self);
+        drop_managed_fields(self);
         self.data = None;
         self.binary_data = None;
     }
 }
 
-/// A Secret is read for which keys it has; its values are never kept.
+/// A Secret is read by name for which keys it has; its values are never kept.
 impl Slim for Secret {
     fn slim(&mut self) {
-        slim_metadata(self);
-        self.metadata.annotations = None;
+        self.metadata = ObjectMeta {
+            name: self.metadata.name.take(),
+            namespace: self.metadata.namespace.take(),
+            resource_version: self.metadata.resource_version.take(),
+            uid: self.metadata.uid.take(),
+            ..ObjectMeta::default()
+        };
         for value in self.data.iter_mut().flat_map(|d| d.values_mut()) {
             *value = ByteString(Vec::new());
         }
@@ -188,36 +229,56 @@ impl Slim for Secret {
 /// A Service is compared by its rendering's hash annotation.
 impl Slim for Service {
     fn slim(&mut self) {
-        slim_metadata(self);
+        drop_managed_fields(self);
         self.spec = None;
     }
 }
 
-/// Drops the field sets of an object's managed fields (the bulk of most
-/// objects' metadata); each entry's manager and time stay, since a
-/// StatefulSet's stall is judged from when Ratchet last changed it. All a
-/// service's own resource loses.
-pub fn slim_metadata<K: Resource>(object: &mut K) {
-    for entry in object.meta_mut().managed_fields.iter_mut().flatten() {
-        entry.fields_v1 = None;
+/// Drops an object's managed fields (the bulk of most objects' metadata),
+/// which no pass reads. Also what a service's own resource loses in its cache.
+pub fn drop_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
+/// Where a slim template keeps its first container's image: an annotation
+/// only the cache writes (Ratchet renders no such key), since a `Container`
+/// to hold one string would cost 2 KiB per workload.
+const CACHED_IMAGE: &str = "ratchet.c5c3.io/cached-image";
+
+/// A pod template's annotations and its first container's image.
+fn slim_template(template: PodTemplateSpec) -> PodTemplateSpec {
+    let image = template
+        .spec
+        .and_then(|s| s.containers.into_iter().next())
+        .and_then(|c| c.image);
+    let mut annotations = template.metadata.and_then(|m| m.annotations);
+    if let Some(image) = image {
+        annotations
+            .get_or_insert_with(Default::default)
+            .insert(CACHED_IMAGE.to_string(), image);
+    }
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            annotations,
+            ..ObjectMeta::default()
+        }),
+        spec: None,
     }
 }
 
-/// Keeps a pod template's metadata and its first container's name and image.
-fn slim_template(template: &mut PodTemplateSpec) {
-    let first = template
+/// The first container's image of a template, slim or whole.
+pub fn template_image(template: &PodTemplateSpec) -> Option<String> {
+    let cached = template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .and_then(|a| a.get(CACHED_IMAGE));
+    let whole = template
         .spec
         .as_ref()
-        .and_then(|s| s.containers.first())
-        .map(|c| Container {
-            name: c.name.clone(),
-            image: c.image.clone(),
-            ..Container::default()
-        });
-    template.spec = first.map(|container| PodSpec {
-        containers: vec![container],
-        ..PodSpec::default()
-    });
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.as_ref());
+    cached.or(whole).cloned()
 }
 
 /// How many changed objects wait for one controller before the router waits
@@ -232,16 +293,29 @@ pub struct Routed {
     pub routing: Vec<BoxFuture<'static, ()>>,
 }
 
+/// The senders of one kind's changes, by service name.
+type Routes<K> = HashMap<&'static str, mpsc::Sender<K>>;
+
+/// A new route for `service`: the sender goes into `routes`, the receiving
+/// end is the service's trigger.
+fn add_route<K: Send + 'static>(routes: &mut Routes<K>, service: &'static str) -> Trigger<K> {
+    let (sender, receiver) = mpsc::channel(ROUTE_BUFFER);
+    routes.insert(service, sender);
+    Box::pin(receiver.map(Ok))
+}
+
+/// The label selector of every child Ratchet manages for one of `services`.
+pub fn managed_selector(services: &[&str]) -> String {
+    format!("{MANAGED_BY}={MANAGER},{NAME} in ({})", services.join(","))
+}
+
 /// One kind's shared watch: every object Ratchet manages for one of
-/// `services`, its store, and one trigger stream per service.
+/// `services`, its store, and the routing of each change to its service.
 fn shared<K>(
     ctx: &Context,
     services: &[&'static str],
-) -> (
-    Store<K>,
-    HashMap<&'static str, Trigger<K>>,
-    BoxFuture<'static, ()>,
-)
+    routes: Routes<K>,
+) -> (Store<K>, BoxFuture<'static, ()>)
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Slim
@@ -252,26 +326,13 @@ where
         + Sync
         + 'static,
 {
-    let managed = watcher::Config::default().labels(&format!(
-        "{MANAGED_BY}={MANAGER},{NAME} in ({})",
-        services.join(",")
-    ));
+    let managed = watcher::Config::default().labels(&managed_selector(services));
     let (store, changes) = reflected(api::<K>(ctx), managed, K::slim);
-    let mut routes = HashMap::new();
-    let mut triggers = HashMap::new();
-    for service in services {
-        let (sender, receiver) = mpsc::channel(ROUTE_BUFFER);
-        routes.insert(*service, sender);
-        triggers.insert(*service, Box::pin(receiver.map(Ok)) as Trigger<K>);
-    }
-    (store, triggers, route(changes, routes).boxed())
+    (store, route(changes, routes).boxed())
 }
 
 /// Hands each changed object to the controller of the service it belongs to.
-async fn route<K: Resource>(
-    mut changes: Trigger<K>,
-    mut routes: HashMap<&'static str, mpsc::Sender<K>>,
-) {
+async fn route<K: Resource>(mut changes: Trigger<K>, mut routes: Routes<K>) {
     while let Some(change) = changes.next().await {
         let Ok(object) = change else { continue };
         let service = object.meta().labels.as_ref().and_then(|l| l.get(NAME));
@@ -286,45 +347,35 @@ impl Caches {
     /// Starts one watch per child kind for all of `services` (their
     /// [`super::OpenStackService::SERVICE`] names).
     pub fn start(ctx: &Context, services: &[&'static str]) -> (Caches, Routed) {
-        let (jobs, mut job_triggers, job_routing) = shared(ctx, services);
-        let (deployments, mut deployment_triggers, deployment_routing) = shared(ctx, services);
-        let (stateful_sets, mut stateful_set_triggers, stateful_set_routing) =
-            shared(ctx, services);
-        let (config_maps, mut config_map_triggers, config_map_routing) = shared(ctx, services);
-        let (services_cache, mut service_triggers, service_routing) = shared(ctx, services);
+        let (mut jobs, mut deployments, mut stateful_sets, mut config_maps, mut kube_services) = (
+            Routes::new(),
+            Routes::new(),
+            Routes::new(),
+            Routes::new(),
+            Routes::new(),
+        );
+        let triggers = services
+            .iter()
+            .map(|&service| {
+                let triggers = Triggers {
+                    jobs: add_route(&mut jobs, service),
+                    deployments: add_route(&mut deployments, service),
+                    stateful_sets: add_route(&mut stateful_sets, service),
+                    config_maps: add_route(&mut config_maps, service),
+                    services: add_route(&mut kube_services, service),
+                };
+                (service, triggers)
+            })
+            .collect();
+        let (jobs, job_routing) = shared(ctx, services, jobs);
+        let (deployments, deployment_routing) = shared(ctx, services, deployments);
+        let (stateful_sets, stateful_set_routing) = shared(ctx, services, stateful_sets);
+        let (config_maps, config_map_routing) = shared(ctx, services, config_maps);
+        let (services_cache, service_routing) = shared(ctx, services, kube_services);
         // Secrets wake no pass (a pass waiting for one is requeued), so their
         // stream only fills the store.
         let (secret_keys, secret_changes) =
             reflected(api::<Secret>(ctx), watcher::Config::default(), Secret::slim);
-        let mut triggers = HashMap::new();
-        for service in services {
-            let (
-                Some(jobs),
-                Some(deployments),
-                Some(stateful_sets),
-                Some(config_maps),
-                Some(services),
-            ) = (
-                job_triggers.remove(service),
-                deployment_triggers.remove(service),
-                stateful_set_triggers.remove(service),
-                config_map_triggers.remove(service),
-                service_triggers.remove(service),
-            )
-            else {
-                continue;
-            };
-            triggers.insert(
-                *service,
-                Triggers {
-                    jobs,
-                    deployments,
-                    stateful_sets,
-                    config_maps,
-                    services,
-                },
-            );
-        }
         (
             Caches {
                 jobs,
@@ -428,6 +479,8 @@ mod tests {
         }))
         .expect("a Secret");
         secret.slim();
+        assert_eq!(secret.metadata.name.as_deref(), Some("db"));
+        assert_eq!(secret.metadata.namespace.as_deref(), Some("ns"));
         assert!(secret.metadata.annotations.is_none());
         let data = secret.data.expect("data");
         assert_eq!(data.keys().collect::<Vec<_>>(), ["password"]);
@@ -463,63 +516,129 @@ mod tests {
         assert_eq!(names(glance_changes).await, ["g1"]);
     }
 
-    #[test]
-    fn a_slim_workload_keeps_what_a_pass_reads_and_nothing_of_its_pod_spec_else() {
-        let mut deployment: Deployment = serde_json::from_value(serde_json::json!({
+    fn workload_json(kind: &str) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "apps/v1", "kind": kind,
             "metadata": {
                 "name": "cinder", "namespace": "ns",
+                "labels": { "app.kubernetes.io/name": "cinder" },
                 "annotations": { "ratchet.c5c3.io/template-hash": "h1" },
-                "managedFields": [{ "manager": "ratchet", "operation": "Apply",
-                                    "time": "2026-12-03T10:00:00Z", "fieldsV1": { "f:spec": {} } }],
+                "managedFields": [
+                    { "manager": "ratchet", "operation": "Apply",
+                      "time": "2026-12-03T10:00:00Z", "fieldsV1": { "f:spec": {} } },
+                    { "manager": "kube-controller-manager", "operation": "Update",
+                      "time": "2026-12-03T10:00:05Z", "fieldsV1": { "f:status": {} } },
+                ],
             },
             "spec": {
                 "replicas": 2,
+                "serviceName": "cinder",
                 "selector": { "matchLabels": { "app": "cinder" } },
                 "template": {
-                    "metadata": { "annotations": { "cinder.c5c3.io/installed-release": "2026.1" } },
+                    "metadata": {
+                        "labels": { "app": "cinder" },
+                        "annotations": { "cinder.c5c3.io/installed-release": "2026.1" },
+                    },
                     "spec": {
                         "containers": [{
                             "name": "api", "image": "repo/cinder:2026.1",
                             "command": ["cinder-api"], "env": [{ "name": "A", "value": "b" }],
-                        }],
+                        }, { "name": "sidecar", "image": "repo/other" }],
                         "volumes": [{ "name": "config", "configMap": { "name": "cinder-config" } }],
                     },
                 },
             },
-            "status": { "replicas": 2, "readyReplicas": 2 },
-        }))
-        .expect("a Deployment");
-        deployment.slim();
-        let spec = deployment.spec.as_ref().expect("spec");
-        let pod = spec.template.spec.as_ref().expect("pod spec");
-        assert_eq!(spec.replicas, Some(2));
-        assert_eq!(pod.containers.len(), 1);
-        assert_eq!(
-            pod.containers[0].image.as_deref(),
-            Some("repo/cinder:2026.1")
-        );
-        assert!(pod.containers[0].env.is_none() && pod.containers[0].command.is_none());
-        assert!(pod.volumes.is_none());
-        assert_eq!(
-            spec.template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.annotations.as_ref())
-                .map(|a| a.len()),
-            Some(1)
-        );
-        let managed = &deployment
-            .metadata
-            .managed_fields
-            .as_ref()
-            .expect("managed fields")[0];
-        assert_eq!(managed.manager.as_deref(), Some("ratchet"));
-        assert!(managed.time.is_some() && managed.fields_v1.is_none());
-        assert_eq!(deployment.status.and_then(|s| s.ready_replicas), Some(2));
+            "status": {
+                "replicas": 2, "readyReplicas": 2,
+                "updateRevision": "r2", "currentRevision": "r2",
+                "conditions": [
+                    { "type": "Available", "status": "True", "message": "has minimum availability" },
+                    { "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded" },
+                ],
+            },
+        })
     }
 
     #[test]
-    fn a_slim_config_map_keeps_its_hash_not_its_files_and_a_job_no_template() {
+    fn a_slim_deployment_keeps_what_a_pass_reads_and_no_pod_spec_or_managed_fields() {
+        let mut deployment: Deployment =
+            serde_json::from_value(workload_json("Deployment")).expect("a Deployment");
+        deployment.slim();
+        let spec = deployment.spec.as_ref().expect("spec");
+        assert_eq!(spec.replicas, Some(2));
+        assert!(spec.template.spec.is_none() && spec.selector.match_labels.is_none());
+        assert_eq!(
+            template_image(&spec.template).as_deref(),
+            Some("repo/cinder:2026.1")
+        );
+        let template = spec.template.metadata.as_ref().expect("template metadata");
+        assert!(template.labels.is_none());
+        assert_eq!(
+            template
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("cinder.c5c3.io/installed-release"))
+                .map(String::as_str),
+            Some("2026.1")
+        );
+        assert!(deployment.metadata.managed_fields.is_none());
+        assert!(deployment.metadata.labels.is_some() && deployment.metadata.annotations.is_some());
+        let status = deployment.status.expect("status");
+        assert_eq!(status.ready_replicas, Some(2));
+        let kept: Vec<_> = status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(kept, ["Progressing"]);
+    }
+
+    #[test]
+    fn a_slim_stateful_set_keeps_when_ratchet_last_changed_it_and_its_revisions() {
+        let mut set: StatefulSet =
+            serde_json::from_value(workload_json("StatefulSet")).expect("a StatefulSet");
+        set.slim();
+        let managed = set
+            .metadata
+            .managed_fields
+            .as_ref()
+            .expect("managed fields");
+        assert_eq!(managed.len(), 1);
+        assert_eq!(managed[0].manager.as_deref(), Some(FIELD_MANAGER));
+        assert!(managed[0].time.is_some() && managed[0].fields_v1.is_none());
+        let spec = set.spec.as_ref().expect("spec");
+        assert_eq!(spec.replicas, Some(2));
+        assert!(spec.service_name.is_none() && spec.template.spec.is_none());
+        assert_eq!(
+            spec.selector
+                .match_labels
+                .as_ref()
+                .and_then(|l| l.get("app")),
+            Some(&"cinder".to_string())
+        );
+        assert_eq!(
+            template_image(&spec.template).as_deref(),
+            Some("repo/cinder:2026.1")
+        );
+        let status = set.status.expect("status");
+        assert_eq!(status.update_revision.as_deref(), Some("r2"));
+        assert_eq!(status.current_revision.as_deref(), Some("r2"));
+    }
+
+    #[test]
+    fn a_whole_template_gives_its_first_image_too() {
+        let set: StatefulSet =
+            serde_json::from_value(workload_json("StatefulSet")).expect("a StatefulSet");
+        let template = &set.spec.expect("spec").template;
+        assert_eq!(
+            template_image(template).as_deref(),
+            Some("repo/cinder:2026.1")
+        );
+    }
+
+    #[test]
+    fn a_slim_config_map_keeps_its_hash_not_its_files_and_a_job_only_its_verdict() {
         let mut config: ConfigMap = serde_json::from_value(serde_json::json!({
             "metadata": { "name": "c", "annotations": { "ratchet.c5c3.io/template-hash": "h" } },
             "data": { "cinder.conf": "[DEFAULT]\n" },
@@ -529,16 +648,30 @@ mod tests {
         assert!(config.data.is_none());
         assert!(config.metadata.annotations.is_some_and(|a| a.len() == 1));
         let mut job: Job = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": "c-db-sync", "annotations": { "ratchet.c5c3.io/pod-spec-hash": "p" } },
+            "metadata": {
+                "name": "c-db-sync",
+                "labels": { "app.kubernetes.io/component": "db-sync" },
+                "annotations": { "ratchet.c5c3.io/pod-spec-hash": "p" },
+            },
             "spec": { "backoffLimit": 4, "template": { "spec": {
                 "containers": [{ "name": "db-sync", "image": "i" }], "restartPolicy": "Never" } } },
-            "status": { "succeeded": 1 },
+            "status": { "succeeded": 1, "conditions": [
+                { "type": "SuccessCriteriaMet", "status": "True" },
+                { "type": "Complete", "status": "True" },
+                { "type": "Suspended", "status": "False" },
+            ] },
         }))
         .expect("a Job");
         job.slim();
-        let spec = job.spec.expect("spec");
-        assert_eq!(spec.backoff_limit, Some(4));
-        assert!(spec.template.spec.is_none());
-        assert_eq!(job.status.and_then(|s| s.succeeded), Some(1));
+        assert!(job.spec.is_none());
+        assert!(job.metadata.labels.is_some() && job.metadata.annotations.is_some());
+        let status = job.status.expect("status");
+        let kept: Vec<_> = status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(kept, ["SuccessCriteriaMet", "Complete"]);
     }
 }

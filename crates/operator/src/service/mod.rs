@@ -40,7 +40,7 @@ pub use model::ServiceModel;
 pub use render::Owner;
 pub use status::ServiceStatus;
 
-pub use caches::{Caches, Routed, Triggers};
+pub use caches::{Caches, Routed, Slim, Triggers, drop_managed_fields, managed_selector};
 
 use crate::context::Context;
 use crate::error::Error;
@@ -167,7 +167,7 @@ pub async fn run<S: OpenStackService>(
     let (resources, resource_stream) = caches::reflected(
         api::<S>(&ctx),
         watcher::Config::default(),
-        caches::slim_metadata,
+        caches::drop_managed_fields,
     );
     Controller::for_stream(resource_stream, resources)
         .owns_stream(triggers.jobs)

@@ -15,7 +15,7 @@ use ratchet_phase_machine::{
 };
 
 use super::OpenStackService;
-use super::caches::{Caches, named, owned_by};
+use super::caches::{Caches, named, owned_by, template_image};
 use super::model::{ServiceModel, WorkloadKind};
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
@@ -266,11 +266,7 @@ fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> Ob
         LiveWorkload::Deployment(d) => deployment_rollout(d),
         LiveWorkload::StatefulSet(s) => stateful_set_rollout(s),
     };
-    let image = template
-        .and_then(|t| t.spec.as_ref())
-        .and_then(|p| p.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default();
+    let image = template.and_then(template_image).unwrap_or_default();
     let annotation = |key: &str| {
         template
             .and_then(|t| t.metadata.as_ref())

@@ -65,7 +65,8 @@ impl<S: OpenStackService> Pass<S> {
         }
     }
 
-    fn remember(&self, object: S) {
+    fn remember(&self, mut object: S) {
+        super::caches::drop_managed_fields(&mut object);
         let key = ObjectRef::from_obj(&object).to_string();
         self.written
             .lock()

@@ -106,6 +106,19 @@ fn is_ready(pod: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// The label selector of the set's pods; never empty, since an empty one
+/// would list every pod in the namespace, each a candidate for deletion as
+/// stuck.
+fn pod_selector(set: &StatefulSet) -> Option<String> {
+    let labels = set.spec.as_ref()?.selector.match_labels.as_ref()?;
+    let selector = labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (!selector.is_empty()).then_some(selector)
+}
+
 /// Reads the set's pods: how its unfinished roll stands, and the pods that
 /// stand in its way.
 pub async fn check(
@@ -114,18 +127,10 @@ pub async fn check(
     set: &StatefulSet,
     deadline: Duration,
 ) -> Result<(Stall, Vec<String>)> {
-    let selector = set
-        .spec
-        .as_ref()
-        .and_then(|s| s.selector.match_labels.as_ref())
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
+    // A set without a selector has no pods to judge.
+    let Some(selector) = pod_selector(set) else {
+        return Ok((Stall::CheckIn(deadline), Vec::new()));
+    };
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     // The watch cache is recent enough to tell minutes of silence.
     let pods = api
@@ -212,6 +217,26 @@ mod tests {
             "status": { "replicas": 2, "observedGeneration": observed, "updateRevision": revision },
         }))
         .expect("a StatefulSet")
+    }
+
+    #[test]
+    fn a_set_without_match_labels_selects_no_pods_rather_than_all() {
+        let mut set = rolling_to("r2", 2, 2);
+        assert_eq!(pod_selector(&set), None);
+        set.spec = Some(
+            serde_json::from_value(serde_json::json!({
+                "selector": { "matchLabels": {} }, "template": {},
+            }))
+            .expect("a spec"),
+        );
+        assert_eq!(pod_selector(&set), None);
+        set.spec = Some(
+            serde_json::from_value(serde_json::json!({
+                "selector": { "matchLabels": { "app": "c", "tier": "x" } }, "template": {},
+            }))
+            .expect("a spec"),
+        );
+        assert_eq!(pod_selector(&set).as_deref(), Some("app=c,tier=x"));
     }
 
     #[test]
