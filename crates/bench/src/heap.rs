@@ -89,8 +89,7 @@ where
 /// The cost of each cache the operator keeps, as it selects and trims them:
 /// the fleet's own resources, then their children.
 pub async fn caches(client: &Client) -> anyhow::Result<Vec<CacheCost>> {
-    let services: Vec<&str> = Services::services().iter().map(|s| s.service).collect();
-    let managed = ratchet_operator::service::managed_selector(&services);
+    let managed = ratchet_operator::service::managed_selector(&Services::service_names());
     let managed = Some(managed.as_str());
     Ok(vec![
         cost(client, None, drop_managed_fields::<Cinder>).await?,

@@ -175,8 +175,7 @@ async fn run_all<R: Registry>(
         }
     }
     let shutdown = shutdown.shared();
-    let names: Vec<&'static str> = R::services().iter().map(|s| s.service).collect();
-    let (caches, routed) = service::Caches::start(&ctx, &names);
+    let (caches, routed) = service::Caches::start(&ctx, &R::service_names());
     let mut controllers = Controllers {
         ctx,
         caches,

@@ -86,6 +86,11 @@ pub trait Registry: Send + Sync + 'static {
         Self::map(&Info)
     }
 
+    /// Every service's [`OpenStackService::SERVICE`] name.
+    fn service_names() -> Vec<&'static str> {
+        Self::services().iter().map(|s| s.service).collect()
+    }
+
     /// The CRDs Ratchet ships, one per service, every served version in each.
     fn crds() -> Result<Vec<CustomResourceDefinition>, MergeError> {
         struct Crd;

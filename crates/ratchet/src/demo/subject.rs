@@ -31,7 +31,7 @@ pub struct Service {
 
 /// The services `--service` accepts: every registered one.
 pub fn names() -> Vec<&'static str> {
-    Services::services().iter().map(|s| s.service).collect()
+    Services::service_names()
 }
 
 impl Service {
