@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
 use ratchet_operator::registry::Registry;
-use ratchet_operator::service::{Slim, drop_managed_fields};
+use ratchet_operator::service::{
+    CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet,
+    drop_managed_fields, parsed_lean, secret_key_names,
+};
 use ratchet_services::Services;
 use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_services::ironic::v1alpha1::Ironic;
@@ -94,11 +94,11 @@ pub async fn caches(client: &Client) -> anyhow::Result<Vec<CacheCost>> {
     Ok(vec![
         cost(client, None, drop_managed_fields::<Cinder>).await?,
         cost(client, None, drop_managed_fields::<Ironic>).await?,
-        cost(client, managed, Job::slim).await?,
-        cost(client, managed, Deployment::slim).await?,
-        cost(client, managed, StatefulSet::slim).await?,
-        cost(client, managed, ConfigMap::slim).await?,
-        cost(client, managed, Service::slim).await?,
-        cost(client, None, Secret::slim).await?,
+        cost::<CachedJob>(client, managed, parsed_lean).await?,
+        cost::<CachedDeployment>(client, managed, parsed_lean).await?,
+        cost::<CachedStatefulSet>(client, managed, parsed_lean).await?,
+        cost::<CachedConfigMap>(client, managed, parsed_lean).await?,
+        cost::<CachedService>(client, managed, parsed_lean).await?,
+        cost(client, None, secret_key_names).await?,
     ])
 }

@@ -56,20 +56,21 @@ pub enum JobEnsured {
 
 /// Makes sure the Job exists with the desired pod-spec hash. Jobs are immutable,
 /// so one with another hash is deleted (with its pods) and created anew.
+/// `live_hash` is the live Job's hash, `Some(None)` for one without any.
 pub async fn ensure_job(
     api: &Api<Job>,
-    existing: Option<&Job>,
+    live_hash: Option<Option<&str>>,
     desired: &Job,
 ) -> Result<JobEnsured> {
     let name = desired.metadata.name.clone().unwrap_or_default();
-    let hash_of = |job: &Job| {
-        job.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(POD_SPEC_HASH).cloned())
-    };
-    if let Some(existing) = existing.filter(|j| j.metadata.deletion_timestamp.is_none()) {
-        if hash_of(existing) == hash_of(desired) {
+    let desired_hash = desired
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(POD_SPEC_HASH))
+        .map(String::as_str);
+    if let Some(live_hash) = live_hash {
+        if live_hash == desired_hash {
             return Ok(JobEnsured::Unchanged);
         }
         delete_background(api, &name).await?;

@@ -27,10 +27,8 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, StatefulSet, StatefulSetSpec};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Secret, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::ExponentialBackoff;
@@ -38,7 +36,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 
 use super::api;
-use crate::children::FIELD_MANAGER;
+use super::cached::{
+    Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet, Detail,
+};
 use crate::context::Context;
 use crate::error::Result;
 use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
@@ -47,11 +47,11 @@ use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
 /// reads its own children out of them with [`owned_by`] and [`named`]).
 #[derive(Clone)]
 pub struct Caches {
-    pub jobs: Store<Job>,
-    pub deployments: Store<Deployment>,
-    pub stateful_sets: Store<StatefulSet>,
-    pub config_maps: Store<ConfigMap>,
-    pub services: Store<Service>,
+    pub jobs: Store<CachedJob>,
+    pub deployments: Store<CachedDeployment>,
+    pub stateful_sets: Store<CachedStatefulSet>,
+    pub config_maps: Store<CachedConfigMap>,
+    pub services: Store<CachedService>,
     /// The Secrets of the namespaces Ratchet reconciles in, by key name only
     /// (never a value): a pass checks that the Secret keys its pods read exist
     /// without a request to the API server.
@@ -61,11 +61,11 @@ pub struct Caches {
 /// One service's share of the child watches: the changes to its children, each
 /// for `Controller::owns_stream`.
 pub struct Triggers {
-    pub jobs: Trigger<Job>,
-    pub deployments: Trigger<Deployment>,
-    pub stateful_sets: Trigger<StatefulSet>,
-    pub config_maps: Trigger<ConfigMap>,
-    pub services: Trigger<Service>,
+    pub jobs: Trigger<CachedJob>,
+    pub deployments: Trigger<CachedDeployment>,
+    pub stateful_sets: Trigger<CachedStatefulSet>,
+    pub config_maps: Trigger<CachedConfigMap>,
+    pub services: Trigger<CachedService>,
 }
 
 pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
@@ -87,7 +87,7 @@ pub fn watch_backoff() -> ExponentialBackoff {
 }
 
 /// A reflector over `api` with `config`: fills its store with objects cut
-/// down by `trim` to what decisions read ([`Slim`]), retries on its own and
+/// down by `trim` to what decisions read, retries on its own and
 /// yields only objects (errors are logged, see the module docs).
 pub fn reflected<K>(
     api: kube::Api<K>,
@@ -127,159 +127,31 @@ where
     (store, Box::pin(stream))
 }
 
-/// What a cached child keeps: only what a pass reads, so memory follows the
-/// number of objects, not the size of their pod templates and configuration.
-/// The generated Kubernetes types are large even when nearly empty (a
-/// `Container` is 2 KiB inline, every label map at least one 0.5 KiB node), so
-/// a slim object keeps as few maps and nested structs as the pass allows
-/// (`ratchet-bench operator` prints what each cache costs).
-pub trait Slim: Resource {
-    fn slim(&mut self);
-}
-
-/// The Job controller's verdicts, the only conditions a pass reads.
-const JOB_VERDICTS: [&str; 4] = ["Complete", "SuccessCriteriaMet", "Failed", "FailureTarget"];
-
-/// A Job is read for its labels, annotations (its pod-spec hash) and verdict.
-impl Slim for Job {
-    fn slim(&mut self) {
-        drop_managed_fields(self);
-        self.spec = None;
-        if let Some(conditions) = self.status.as_mut().and_then(|s| s.conditions.as_mut()) {
-            conditions.retain(|c| c.status == "True" && JOB_VERDICTS.contains(&c.type_.as_str()));
-        }
-    }
-}
-
-/// A workload is read for its replicas, status, annotations and its template's
-/// annotations and first image; a Deployment's conditions only for a missed
-/// progress deadline.
-impl Slim for Deployment {
-    fn slim(&mut self) {
-        drop_managed_fields(self);
-        if let Some(spec) = self.spec.as_mut() {
-            *spec = DeploymentSpec {
-                replicas: spec.replicas,
-                template: slim_template(std::mem::take(&mut spec.template)),
-                ..DeploymentSpec::default()
-            };
-        }
-        if let Some(conditions) = self.status.as_mut().and_then(|s| s.conditions.as_mut()) {
-            conditions.retain(|c| c.type_ == "Progressing" && c.status == "False");
-        }
-    }
-}
-
-/// A StatefulSet also keeps when Ratchet last changed it (its field manager's
-/// time), since its stall is judged from that, and its selector, which finds
-/// its pods.
-impl Slim for StatefulSet {
-    fn slim(&mut self) {
-        let ratchets = self.metadata.managed_fields.take().map(|entries| {
-            entries
-                .into_iter()
-                .filter(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
-                .map(|e| ManagedFieldsEntry {
-                    manager: e.manager,
-                    time: e.time,
-                    ..ManagedFieldsEntry::default()
-                })
-                .collect()
-        });
-        self.metadata.managed_fields = ratchets;
-        if let Some(spec) = self.spec.as_mut() {
-            *spec = StatefulSetSpec {
-                replicas: spec.replicas,
-                selector: std::mem::take(&mut spec.selector),
-                template: slim_template(std::mem::take(&mut spec.template)),
-                ..StatefulSetSpec::default()
-            };
-        }
-    }
-}
-
-/// A ConfigMap is compared by its content hash annotation, never its data.
-impl Slim for ConfigMap {
-    fn slim(&mut self) {
-        drop_managed_fields(self);
-        self.data = None;
-        self.binary_data = None;
-    }
-}
-
 /// A Secret is read by name for which keys it has; its values are never kept.
-impl Slim for Secret {
-    fn slim(&mut self) {
-        self.metadata = ObjectMeta {
-            name: self.metadata.name.take(),
-            namespace: self.metadata.namespace.take(),
-            resource_version: self.metadata.resource_version.take(),
-            uid: self.metadata.uid.take(),
-            ..ObjectMeta::default()
-        };
-        for value in self.data.iter_mut().flat_map(|d| d.values_mut()) {
-            *value = ByteString(Vec::new());
-        }
-        for value in self.string_data.iter_mut().flat_map(|d| d.values_mut()) {
-            value.clear();
-        }
+pub fn secret_key_names(secret: &mut Secret) {
+    secret.metadata = ObjectMeta {
+        name: secret.metadata.name.take(),
+        namespace: secret.metadata.namespace.take(),
+        resource_version: secret.metadata.resource_version.take(),
+        uid: secret.metadata.uid.take(),
+        ..ObjectMeta::default()
+    };
+    for value in secret.data.iter_mut().flat_map(|d| d.values_mut()) {
+        *value = ByteString(Vec::new());
     }
-}
-
-/// A Service is compared by its rendering's hash annotation.
-impl Slim for Service {
-    fn slim(&mut self) {
-        drop_managed_fields(self);
-        self.spec = None;
+    for value in secret.string_data.iter_mut().flat_map(|d| d.values_mut()) {
+        value.clear();
     }
 }
 
 /// Drops an object's managed fields (the bulk of most objects' metadata),
-/// which no pass reads. Also what a service's own resource loses in its cache.
+/// which no pass reads: what a service's own resource loses in its cache.
 pub fn drop_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
-/// Where a slim template keeps its first container's image: an annotation
-/// only the cache writes (Ratchet renders no such key), since a `Container`
-/// to hold one string would cost 2 KiB per workload.
-const CACHED_IMAGE: &str = "ratchet.c5c3.io/cached-image";
-
-/// A pod template's annotations and its first container's image.
-fn slim_template(template: PodTemplateSpec) -> PodTemplateSpec {
-    let image = template
-        .spec
-        .and_then(|s| s.containers.into_iter().next())
-        .and_then(|c| c.image);
-    let mut annotations = template.metadata.and_then(|m| m.annotations);
-    if let Some(image) = image {
-        annotations
-            .get_or_insert_with(Default::default)
-            .insert(CACHED_IMAGE.to_string(), image);
-    }
-    PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            annotations,
-            ..ObjectMeta::default()
-        }),
-        spec: None,
-    }
-}
-
-/// The first container's image of a template, slim or whole.
-pub fn template_image(template: &PodTemplateSpec) -> Option<String> {
-    let cached = template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.annotations.as_ref())
-        .and_then(|a| a.get(CACHED_IMAGE));
-    let whole = template
-        .spec
-        .as_ref()
-        .and_then(|p| p.containers.first())
-        .and_then(|c| c.image.as_ref());
-    cached.or(whole).cloned()
-}
+/// A cached child needs no trimming: it is parsed lean ([`Cached`]).
+pub fn parsed_lean<K>(_: &mut K) {}
 
 /// How many changed objects wait for one controller before the router waits
 /// for it: the controller drains its triggers into its queue at once, so this
@@ -311,32 +183,25 @@ pub fn managed_selector(services: &[&str]) -> String {
 
 /// One kind's shared watch: every object Ratchet manages for one of
 /// `services`, its store, and the routing of each change to its service.
-fn shared<K>(
+fn shared<K, D>(
     ctx: &Context,
     services: &[&'static str],
-    routes: Routes<K>,
-) -> (Store<K>, BoxFuture<'static, ()>)
+    routes: Routes<Cached<K, D>>,
+) -> (Store<Cached<K, D>>, BoxFuture<'static, ()>)
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Slim
-        + Clone
-        + std::fmt::Debug
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: k8s_openapi::Resource<Scope = NamespaceResourceScope> + 'static,
+    D: Detail + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
     let managed = watcher::Config::default().labels(&managed_selector(services));
-    let (store, changes) = reflected(api::<K>(ctx), managed, K::slim);
+    let (store, changes) = reflected(api::<Cached<K, D>>(ctx), managed, parsed_lean);
     (store, route(changes, routes).boxed())
 }
 
 /// Hands each changed object to the controller of the service it belongs to.
-async fn route<K: Resource>(mut changes: Trigger<K>, mut routes: Routes<K>) {
+async fn route<K, D>(mut changes: Trigger<Cached<K, D>>, mut routes: Routes<Cached<K, D>>) {
     while let Some(change) = changes.next().await {
         let Ok(object) = change else { continue };
-        let service = object.meta().labels.as_ref().and_then(|l| l.get(NAME));
-        if let Some(route) = service.and_then(|s| routes.get_mut(s.as_str())) {
+        if let Some(route) = object.label(NAME).and_then(|s| routes.get_mut(s)) {
             // A closed route is a controller that has stopped; the rest go on.
             let _ = route.send(object).await;
         }
@@ -374,8 +239,11 @@ impl Caches {
         let (services_cache, service_routing) = shared(ctx, services, kube_services);
         // Secrets wake no pass (a pass waiting for one is requeued), so their
         // stream only fills the store.
-        let (secret_keys, secret_changes) =
-            reflected(api::<Secret>(ctx), watcher::Config::default(), Secret::slim);
+        let (secret_keys, secret_changes) = reflected(
+            api::<Secret>(ctx),
+            watcher::Config::default(),
+            secret_key_names,
+        );
         (
             Caches {
                 jobs,
@@ -432,17 +300,20 @@ where
 }
 
 /// The cached objects one resource owns (by its service and instance labels).
-pub fn owned_by<K>(store: &Store<K>, service: &str, namespace: &str, instance: &str) -> Vec<Arc<K>>
+pub fn owned_by<K, D>(
+    store: &Store<Cached<K, D>>,
+    service: &str,
+    namespace: &str,
+    instance: &str,
+) -> Vec<Arc<Cached<K, D>>>
 where
-    K: Resource<DynamicType = ()> + Clone + 'static,
+    K: k8s_openapi::Resource + 'static,
+    D: Clone + 'static,
 {
     store.state_filter(|object| {
-        let meta = object.meta();
-        meta.namespace.as_deref() == Some(namespace)
-            && meta.labels.as_ref().is_some_and(|l| {
-                l.get(NAME).map(String::as_str) == Some(service)
-                    && l.get(INSTANCE).map(String::as_str) == Some(instance)
-            })
+        object.metadata.namespace.as_deref() == Some(namespace)
+            && object.label(NAME) == Some(service)
+            && object.label(INSTANCE) == Some(instance)
     })
 }
 
@@ -458,12 +329,12 @@ where
 mod tests {
     use super::*;
 
-    fn labelled(name: &str, service: Option<&str>) -> ConfigMap {
-        let mut config = ConfigMap::default();
-        config.metadata.name = Some(name.into());
-        config.metadata.labels =
-            service.map(|s| std::collections::BTreeMap::from([(NAME.to_string(), s.to_string())]));
-        config
+    fn labelled(name: &str, service: Option<&str>) -> CachedConfigMap {
+        let labels = service.map(|s| serde_json::json!({ "app.kubernetes.io/name": s }));
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name, "labels": labels },
+        }))
+        .expect("a ConfigMap")
     }
 
     #[test]
@@ -478,7 +349,7 @@ mod tests {
             "stringData": { "user": "cinder" },
         }))
         .expect("a Secret");
-        secret.slim();
+        secret_key_names(&mut secret);
         assert_eq!(secret.metadata.name.as_deref(), Some("db"));
         assert_eq!(secret.metadata.namespace.as_deref(), Some("ns"));
         assert!(secret.metadata.annotations.is_none());
@@ -507,174 +378,12 @@ mod tests {
             HashMap::from([("cinder", cinder), ("glance", glance)]),
         )
         .await;
-        let names = |changes: mpsc::Receiver<ConfigMap>| {
+        let names = |changes: mpsc::Receiver<CachedConfigMap>| {
             changes
                 .map(|c| c.metadata.name.unwrap_or_default())
                 .collect::<Vec<_>>()
         };
         assert_eq!(names(cinder_changes).await, ["c1", "c2"]);
         assert_eq!(names(glance_changes).await, ["g1"]);
-    }
-
-    /// The types of the conditions a slim status kept, in order.
-    fn condition_types<C>(conditions: &Option<Vec<C>>, type_of: fn(&C) -> &String) -> Vec<&str> {
-        conditions
-            .iter()
-            .flatten()
-            .map(|c| type_of(c).as_str())
-            .collect()
-    }
-
-    fn workload_json(kind: &str) -> serde_json::Value {
-        serde_json::json!({
-            "apiVersion": "apps/v1", "kind": kind,
-            "metadata": {
-                "name": "cinder", "namespace": "ns",
-                "labels": { "app.kubernetes.io/name": "cinder" },
-                "annotations": { "ratchet.c5c3.io/template-hash": "h1" },
-                "managedFields": [
-                    { "manager": "ratchet", "operation": "Apply",
-                      "time": "2026-12-03T10:00:00Z", "fieldsV1": { "f:spec": {} } },
-                    { "manager": "kube-controller-manager", "operation": "Update",
-                      "time": "2026-12-03T10:00:05Z", "fieldsV1": { "f:status": {} } },
-                ],
-            },
-            "spec": {
-                "replicas": 2,
-                "serviceName": "cinder",
-                "selector": { "matchLabels": { "app": "cinder" } },
-                "template": {
-                    "metadata": {
-                        "labels": { "app": "cinder" },
-                        "annotations": { "cinder.c5c3.io/installed-release": "2026.1" },
-                    },
-                    "spec": {
-                        "containers": [{
-                            "name": "api", "image": "repo/cinder:2026.1",
-                            "command": ["cinder-api"], "env": [{ "name": "A", "value": "b" }],
-                        }, { "name": "sidecar", "image": "repo/other" }],
-                        "volumes": [{ "name": "config", "configMap": { "name": "cinder-config" } }],
-                    },
-                },
-            },
-            "status": {
-                "replicas": 2, "readyReplicas": 2,
-                "updateRevision": "r2", "currentRevision": "r2",
-                "conditions": [
-                    { "type": "Available", "status": "True", "message": "has minimum availability" },
-                    { "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded" },
-                ],
-            },
-        })
-    }
-
-    #[test]
-    fn a_slim_deployment_keeps_what_a_pass_reads_and_no_pod_spec_or_managed_fields() {
-        let mut deployment: Deployment =
-            serde_json::from_value(workload_json("Deployment")).expect("a Deployment");
-        deployment.slim();
-        let spec = deployment.spec.as_ref().expect("spec");
-        assert_eq!(spec.replicas, Some(2));
-        assert!(spec.template.spec.is_none() && spec.selector.match_labels.is_none());
-        assert_eq!(
-            template_image(&spec.template).as_deref(),
-            Some("repo/cinder:2026.1")
-        );
-        let template = spec.template.metadata.as_ref().expect("template metadata");
-        assert!(template.labels.is_none());
-        assert_eq!(
-            template
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get("cinder.c5c3.io/installed-release"))
-                .map(String::as_str),
-            Some("2026.1")
-        );
-        assert!(deployment.metadata.managed_fields.is_none());
-        assert!(deployment.metadata.labels.is_some() && deployment.metadata.annotations.is_some());
-        let status = deployment.status.expect("status");
-        assert_eq!(status.ready_replicas, Some(2));
-        assert_eq!(
-            condition_types(&status.conditions, |c| &c.type_),
-            ["Progressing"]
-        );
-    }
-
-    #[test]
-    fn a_slim_stateful_set_keeps_when_ratchet_last_changed_it_and_its_revisions() {
-        let mut set: StatefulSet =
-            serde_json::from_value(workload_json("StatefulSet")).expect("a StatefulSet");
-        set.slim();
-        let managed = set
-            .metadata
-            .managed_fields
-            .as_ref()
-            .expect("managed fields");
-        assert_eq!(managed.len(), 1);
-        assert_eq!(managed[0].manager.as_deref(), Some(FIELD_MANAGER));
-        assert!(managed[0].time.is_some() && managed[0].fields_v1.is_none());
-        let spec = set.spec.as_ref().expect("spec");
-        assert_eq!(spec.replicas, Some(2));
-        assert!(spec.service_name.is_none() && spec.template.spec.is_none());
-        assert_eq!(
-            spec.selector
-                .match_labels
-                .as_ref()
-                .and_then(|l| l.get("app")),
-            Some(&"cinder".to_string())
-        );
-        assert_eq!(
-            template_image(&spec.template).as_deref(),
-            Some("repo/cinder:2026.1")
-        );
-        let status = set.status.expect("status");
-        assert_eq!(status.update_revision.as_deref(), Some("r2"));
-        assert_eq!(status.current_revision.as_deref(), Some("r2"));
-    }
-
-    #[test]
-    fn a_whole_template_gives_its_first_image_too() {
-        let set: StatefulSet =
-            serde_json::from_value(workload_json("StatefulSet")).expect("a StatefulSet");
-        let template = &set.spec.expect("spec").template;
-        assert_eq!(
-            template_image(template).as_deref(),
-            Some("repo/cinder:2026.1")
-        );
-    }
-
-    #[test]
-    fn a_slim_config_map_keeps_its_hash_not_its_files_and_a_job_only_its_verdict() {
-        let mut config: ConfigMap = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": "c", "annotations": { "ratchet.c5c3.io/template-hash": "h" } },
-            "data": { "cinder.conf": "[DEFAULT]\n" },
-        }))
-        .expect("a ConfigMap");
-        config.slim();
-        assert!(config.data.is_none());
-        assert!(config.metadata.annotations.is_some_and(|a| a.len() == 1));
-        let mut job: Job = serde_json::from_value(serde_json::json!({
-            "metadata": {
-                "name": "c-db-sync",
-                "labels": { "app.kubernetes.io/component": "db-sync" },
-                "annotations": { "ratchet.c5c3.io/pod-spec-hash": "p" },
-            },
-            "spec": { "backoffLimit": 4, "template": { "spec": {
-                "containers": [{ "name": "db-sync", "image": "i" }], "restartPolicy": "Never" } } },
-            "status": { "succeeded": 1, "conditions": [
-                { "type": "SuccessCriteriaMet", "status": "True" },
-                { "type": "Complete", "status": "True" },
-                { "type": "Suspended", "status": "False" },
-            ] },
-        }))
-        .expect("a Job");
-        job.slim();
-        assert!(job.spec.is_none());
-        assert!(job.metadata.labels.is_some() && job.metadata.annotations.is_some());
-        let status = job.status.expect("status");
-        assert_eq!(
-            condition_types(&status.conditions, |c| &c.type_),
-            ["SuccessCriteriaMet", "Complete"]
-        );
     }
 }

@@ -4,6 +4,7 @@
 //! cluster, deciding (the pure machine) and applying the decision happen here,
 //! once for all services.
 
+mod cached;
 mod caches;
 pub mod ini;
 mod key_secrets;
@@ -40,7 +41,12 @@ pub use model::ServiceModel;
 pub use render::Owner;
 pub use status::ServiceStatus;
 
-pub use caches::{Caches, Routed, Slim, Triggers, drop_managed_fields, managed_selector};
+pub use cached::{
+    Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet,
+};
+pub use caches::{
+    Caches, Routed, Triggers, drop_managed_fields, managed_selector, parsed_lean, secret_key_names,
+};
 
 use crate::context::Context;
 use crate::error::Error;

@@ -4,9 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
 use ratchet_api::common::SecretKeyRef;
@@ -15,7 +13,8 @@ use ratchet_phase_machine::{
 };
 
 use super::OpenStackService;
-use super::caches::{Caches, named, owned_by, template_image};
+use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
+use super::caches::{Caches, named, owned_by};
 use super::model::{ServiceModel, WorkloadKind};
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
@@ -25,8 +24,8 @@ use crate::labels::{COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
 
 /// A workload as read, of either kind.
 pub enum LiveWorkload {
-    Deployment(Arc<Deployment>),
-    StatefulSet(Arc<StatefulSet>),
+    Deployment(Arc<CachedDeployment>),
+    StatefulSet(Arc<CachedStatefulSet>),
 }
 
 impl LiveWorkload {
@@ -44,14 +43,24 @@ impl LiveWorkload {
         }
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&String> {
-        self.metadata().annotations.as_ref()?.get(key)
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        match self {
+            LiveWorkload::Deployment(d) => d.annotation(key),
+            LiveWorkload::StatefulSet(s) => s.annotation(key),
+        }
+    }
+
+    fn detail(&self) -> &WorkloadDetail {
+        match self {
+            LiveWorkload::Deployment(d) => &d.detail,
+            LiveWorkload::StatefulSet(s) => &s.detail,
+        }
     }
 }
 
 /// The children as read, kept for the apply step (to skip unchanged objects).
 pub struct Children {
-    pub jobs: BTreeMap<String, Arc<Job>>,
+    pub jobs: BTreeMap<String, Arc<CachedJob>>,
     pub workloads: BTreeMap<String, LiveWorkload>,
     /// When an unfinished StatefulSet roll would pass its deadline: nothing
     /// else wakes the controller if it never moves.
@@ -79,13 +88,10 @@ pub async fn observe<S: OpenStackService>(
     secret_refs.dedup();
     let missing_secrets = missing_secrets(caches, &owner.namespace, secret_refs);
     let (service, namespace, name) = (S::SERVICE, owner.namespace.as_str(), owner.name.as_str());
-    let jobs: BTreeMap<String, Arc<Job>> = owned_by(&caches.jobs, service, namespace, name)
+    let jobs: BTreeMap<String, Arc<CachedJob>> = owned_by(&caches.jobs, service, namespace, name)
         .into_iter()
         .filter(|j| j.metadata.deletion_timestamp.is_none())
-        .filter_map(|j| {
-            let suffix = j.metadata.labels.as_ref()?.get(COMPONENT)?.clone();
-            Some((suffix, j))
-        })
+        .filter_map(|j| Some((j.label(COMPONENT)?.to_string(), j)))
         .collect();
     // A workload of another kind than the model's (rendered by an older
     // Ratchet) is replaced: deleted first, its successor made once it is gone.
@@ -169,42 +175,15 @@ pub async fn observe<S: OpenStackService>(
     ))
 }
 
-fn observed_job(job: &Job) -> ObservedJob {
-    let condition = |kind: &str| {
-        job.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == kind && c.status == "True"))
-    };
-    // SuccessCriteriaMet and FailureTarget are the Job controller's verdicts; it
-    // adds Complete or Failed only once the last pod is gone. Reacting to the
-    // verdict saves a round of status updates.
-    let outcome = if condition("Complete")
-        .or_else(|| condition("SuccessCriteriaMet"))
-        .is_some()
-    {
-        JobOutcome::Succeeded
-    } else if let Some(failed) = condition("Failed").or_else(|| condition("FailureTarget")) {
-        JobOutcome::Failed {
-            message: [failed.reason.as_deref(), failed.message.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(": "),
-        }
-    } else {
-        JobOutcome::Running
-    };
+fn observed_job(job: &CachedJob) -> ObservedJob {
     ObservedJob {
         name: job.metadata.name.clone().unwrap_or_default(),
         uid: job.metadata.uid.clone().unwrap_or_default(),
         spec_hash: job
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(POD_SPEC_HASH).cloned())
-            .unwrap_or_default(),
-        outcome,
+            .annotation(POD_SPEC_HASH)
+            .unwrap_or_default()
+            .to_string(),
+        outcome: job.detail.clone(),
         exit_code: None,
         termination_message: None,
     }
@@ -262,20 +241,15 @@ async fn last_pod_termination(
 /// A StatefulSet does not report stalls itself: [`stall::check`] decides that
 /// for it afterwards.
 fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> ObservedWorkload {
-    let (template, rollout, stalled) = match live {
-        LiveWorkload::Deployment(d) => deployment_rollout(d),
-        LiveWorkload::StatefulSet(s) => stateful_set_rollout(s),
+    let (rollout, stalled) = match live {
+        LiveWorkload::Deployment(d) => (deployment_rollout(d), d.detail.progress_deadline_exceeded),
+        LiveWorkload::StatefulSet(s) => (stateful_set_rollout(s), false),
     };
-    let image = template.and_then(template_image).unwrap_or_default();
-    let annotation = |key: &str| {
-        template
-            .and_then(|t| t.metadata.as_ref())
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(|a| a.get(key).cloned())
-    };
+    let detail = live.detail();
+    let annotation = |key: &str| detail.template_annotations.get(key).map(str::to_string);
     ObservedWorkload {
         name: name.to_string(),
-        image,
+        image: detail.image.clone().unwrap_or_default(),
         installed_release: annotation(S::INSTALLED_RELEASE_ANNOTATION),
         pin: annotation(PIN_ANNOTATION),
         config_hash: annotation(CONFIG_HASH),
@@ -284,51 +258,39 @@ fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> Ob
     }
 }
 
-fn deployment_rollout(d: &Deployment) -> (Option<&PodTemplateSpec>, Rollout, bool) {
-    let spec = d.spec.as_ref();
-    let status = d.status.as_ref();
-    let stalled = status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.type_ == "Progressing"
-                    && c.status == "False"
-                    && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
-            })
-        });
-    let rollout = Rollout {
+fn deployment_rollout(d: &CachedDeployment) -> Rollout {
+    let status = d.detail.status.as_ref();
+    Rollout {
         generation: d.metadata.generation.unwrap_or_default(),
         observed_generation: status
             .and_then(|s| s.observed_generation)
             .unwrap_or_default(),
-        desired: spec.and_then(|s| s.replicas).unwrap_or(1),
+        desired: d.detail.replicas.unwrap_or(1),
         total: status.and_then(|s| s.replicas).unwrap_or_default(),
         updated: status.and_then(|s| s.updated_replicas).unwrap_or_default(),
         ready: status.and_then(|s| s.ready_replicas).unwrap_or_default(),
         available: status
             .and_then(|s| s.available_replicas)
             .unwrap_or_default(),
-    };
-    (spec.map(|s| &s.template), rollout, stalled)
+    }
 }
 
 /// A StatefulSet has no progress deadline (see [`stall`]); its rollout is
 /// complete when every pod runs the update revision and is ready and available.
-fn stateful_set_rollout(s: &StatefulSet) -> (Option<&PodTemplateSpec>, Rollout, bool) {
-    let spec = s.spec.as_ref();
-    let status = s.status.as_ref();
-    let desired = spec.and_then(|s| s.replicas).unwrap_or(1);
+fn stateful_set_rollout(s: &CachedStatefulSet) -> Rollout {
+    let status = s.detail.status.as_ref();
+    let desired = s.detail.replicas.unwrap_or(1);
     let revision_current = status.is_some_and(|st| {
         st.update_revision.is_none() || st.current_revision == st.update_revision
     });
     let updated = status.and_then(|s| s.updated_replicas).unwrap_or_default();
-    let rollout = Rollout {
+    Rollout {
         generation: s.metadata.generation.unwrap_or_default(),
         observed_generation: status
             .and_then(|s| s.observed_generation)
             .unwrap_or_default(),
         desired,
-        total: status.map(|s| s.replicas).unwrap_or_default(),
+        total: status.and_then(|s| s.replicas).unwrap_or_default(),
         // Until the controller marks the update revision current, the last pod
         // is still being replaced.
         updated: if revision_current {
@@ -340,8 +302,7 @@ fn stateful_set_rollout(s: &StatefulSet) -> (Option<&PodTemplateSpec>, Rollout, 
         available: status
             .and_then(|s| s.available_replicas)
             .unwrap_or_default(),
-    };
-    (spec.map(|s| &s.template), rollout, false)
+    }
 }
 
 /// References whose Secret or key does not exist. Values are never read into logs.

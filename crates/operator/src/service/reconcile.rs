@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -27,7 +28,7 @@ use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensur
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::events;
-use crate::labels::TEMPLATE_HASH;
+use crate::labels::{POD_SPEC_HASH, TEMPLATE_HASH};
 
 /// The controller's pass for service `S`: its caches, and the last version of
 /// each resource it wrote itself.
@@ -175,16 +176,10 @@ impl<S: OpenStackService> Pass<S> {
     ) -> Result<()> {
         let name = owner.config_map_name();
         let live = named(&self.caches.config_maps, &owner.namespace, &name);
-        let hash = |c: &ConfigMap| {
-            c.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(TEMPLATE_HASH).cloned())
-        };
         if live.is_some_and(|l| {
-            hash(&l).is_some()
-                && hash(&l) == hash(desired)
-                && l.metadata.labels == desired.metadata.labels
+            l.annotation(TEMPLATE_HASH).is_some()
+                && l.annotation(TEMPLATE_HASH) == desired_hash(&desired.metadata)
+                && l.labels.equals(desired.metadata.labels.as_ref())
         }) {
             return Ok(());
         }
@@ -197,13 +192,10 @@ impl<S: OpenStackService> Pass<S> {
     async fn apply_service(&self, ctx: &Context, owner: &Owner, desired: &Service) -> Result<()> {
         let name = desired.metadata.name.clone().unwrap_or_default();
         let live = named(&self.caches.services, &owner.namespace, &name);
-        let hash = |s: &Service| {
-            s.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(TEMPLATE_HASH).cloned())
-        };
-        if live.is_some_and(|l| hash(&l).is_some() && hash(&l) == hash(desired)) {
+        if live.is_some_and(|l| {
+            l.annotation(TEMPLATE_HASH).is_some()
+                && l.annotation(TEMPLATE_HASH) == desired_hash(&desired.metadata)
+        }) {
             return Ok(());
         }
         let api: Api<Service> = Api::namespaced(ctx.client.clone(), &owner.namespace);
@@ -256,10 +248,7 @@ impl<S: OpenStackService> Pass<S> {
                         l.kind() == workload.kind
                             && l.annotation(TEMPLATE_HASH).is_some()
                             && l.annotation(TEMPLATE_HASH)
-                                == desired["metadata"]["annotations"][TEMPLATE_HASH]
-                                    .as_str()
-                                    .map(str::to_owned)
-                                    .as_ref()
+                                == desired["metadata"]["annotations"][TEMPLATE_HASH].as_str()
                     });
                     match workload.kind {
                         WorkloadKind::Deployment if !unchanged => {
@@ -300,6 +289,15 @@ impl<S: OpenStackService> Pass<S> {
         }
         Ok(())
     }
+}
+
+/// The rendering hash a desired object carries.
+fn desired_hash(metadata: &ObjectMeta) -> Option<&str> {
+    metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(TEMPLATE_HASH))
+        .map(String::as_str)
 }
 
 /// Deletes a workload and, before the object itself goes, its pods.
@@ -382,8 +380,11 @@ async fn execute_jobs(
                         fail_fast_exit_codes,
                     },
                 )?;
-                let ensured =
-                    ensure_job(&api, children.jobs.get(suffix).map(Arc::as_ref), &desired).await?;
+                let live_hash = children
+                    .jobs
+                    .get(suffix)
+                    .map(|live| live.annotation(POD_SPEC_HASH));
+                let ensured = ensure_job(&api, live_hash, &desired).await?;
                 if ensured == JobEnsured::Replacing {
                     tracing::debug!(name = %owner.name, namespace = %owner.namespace, suffix, "a Job of that name is still on the server; looking again shortly");
                     replacing = true;

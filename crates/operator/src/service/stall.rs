@@ -14,13 +14,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::ListParams;
 
-use crate::children::FIELD_MANAGER;
+use super::cached::CachedStatefulSet;
 use crate::context::Context;
 use crate::error::Result;
 
@@ -35,14 +34,8 @@ pub enum Stall {
 
 /// When the roll last moved: Ratchet's last change of the set (its field
 /// manager's time), or a pod of the set created or turning (un)ready.
-pub fn last_progress(set: &StatefulSet, pods: &[Pod]) -> Option<Timestamp> {
-    let applied = set
-        .metadata
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter(|f| f.manager.as_deref() == Some(FIELD_MANAGER))
-        .filter_map(|f| f.time.as_ref().map(|t| t.0));
+pub fn last_progress(set: &CachedStatefulSet, pods: &[Pod]) -> Option<Timestamp> {
+    let applied = set.applied_at.iter().map(|t| t.0);
     let pods = pods.iter().flat_map(|pod| {
         let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
         let readiness = pod
@@ -75,8 +68,8 @@ pub fn judge(last: Timestamp, now: Timestamp, deadline: Duration) -> Stall {
 
 /// Pods the set will not replace by itself: not ready and not of the revision
 /// it rolls to (once its controller has seen the current template).
-pub fn stuck_pods(set: &StatefulSet, pods: &[Pod]) -> Vec<String> {
-    let status = set.status.as_ref();
+pub fn stuck_pods(set: &CachedStatefulSet, pods: &[Pod]) -> Vec<String> {
+    let status = set.detail.status.as_ref();
     let seen = status.and_then(|s| s.observed_generation) >= set.metadata.generation;
     let update_revision = status.and_then(|s| s.update_revision.as_deref());
     let Some(update_revision) = update_revision.filter(|_| seen) else {
@@ -109,9 +102,10 @@ fn is_ready(pod: &Pod) -> bool {
 /// The label selector of the set's pods; never empty, since an empty one
 /// would list every pod in the namespace, each a candidate for deletion as
 /// stuck.
-fn pod_selector(set: &StatefulSet) -> Option<String> {
-    let labels = set.spec.as_ref()?.selector.match_labels.as_ref()?;
-    let selector = labels
+fn pod_selector(set: &CachedStatefulSet) -> Option<String> {
+    let selector = set
+        .detail
+        .selector
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
@@ -124,7 +118,7 @@ fn pod_selector(set: &StatefulSet) -> Option<String> {
 pub async fn check(
     ctx: &Context,
     namespace: &str,
-    set: &StatefulSet,
+    set: &CachedStatefulSet,
     deadline: Duration,
 ) -> Result<(Stall, Vec<String>)> {
     // A set without a selector has no pods to judge.
@@ -156,7 +150,7 @@ mod tests {
             .to_string()
     }
 
-    fn set(applied_at: i64) -> StatefulSet {
+    fn set(applied_at: i64) -> CachedStatefulSet {
         serde_json::from_value(json!({
             "metadata": {
                 "name": "i-conductor",
@@ -211,9 +205,19 @@ mod tests {
         .expect("a Pod")
     }
 
-    fn rolling_to(revision: &str, generation: i64, observed: i64) -> StatefulSet {
+    fn rolling_to(revision: &str, generation: i64, observed: i64) -> CachedStatefulSet {
+        with_spec(revision, generation, observed, None)
+    }
+
+    fn with_spec(
+        revision: &str,
+        generation: i64,
+        observed: i64,
+        spec: Option<serde_json::Value>,
+    ) -> CachedStatefulSet {
         serde_json::from_value(json!({
             "metadata": { "name": "i-conductor", "generation": generation },
+            "spec": spec,
             "status": { "replicas": 2, "observedGeneration": observed, "updateRevision": revision },
         }))
         .expect("a StatefulSet")
@@ -221,20 +225,15 @@ mod tests {
 
     #[test]
     fn a_set_without_match_labels_selects_no_pods_rather_than_all() {
-        let mut set = rolling_to("r2", 2, 2);
+        assert_eq!(pod_selector(&rolling_to("r2", 2, 2)), None);
+        let selecting = |labels| json!({ "selector": { "matchLabels": labels }, "template": {} });
+        let set = with_spec("r2", 2, 2, Some(selecting(json!({}))));
         assert_eq!(pod_selector(&set), None);
-        set.spec = Some(
-            serde_json::from_value(serde_json::json!({
-                "selector": { "matchLabels": {} }, "template": {},
-            }))
-            .expect("a spec"),
-        );
-        assert_eq!(pod_selector(&set), None);
-        set.spec = Some(
-            serde_json::from_value(serde_json::json!({
-                "selector": { "matchLabels": { "app": "c", "tier": "x" } }, "template": {},
-            }))
-            .expect("a spec"),
+        let set = with_spec(
+            "r2",
+            2,
+            2,
+            Some(selecting(json!({ "app": "c", "tier": "x" }))),
         );
         assert_eq!(pod_selector(&set).as_deref(), Some("app=c,tier=x"));
     }
