@@ -86,6 +86,19 @@ pub struct Failures {
 }
 
 impl Failures {
+    /// Whether the failure just counted is worth a Warning event, so a user
+    /// sees why nothing moves without a flood: a transient one once it has
+    /// repeated for about ten seconds (the 10th, 100th, 1000th… in a row), any
+    /// other from its third in a row (3rd, 30th, 300th…).
+    pub fn worth_an_event(&self, transient: bool) -> bool {
+        let (count, first) = if transient {
+            (self.transient, 10)
+        } else {
+            (self.real, 3)
+        };
+        std::iter::successors(Some(first), |n: &u32| n.checked_mul(10)).any(|n| n == count)
+    }
+
     /// Counts one more failure and says how long to wait before the next try.
     pub fn record(&mut self, transient: bool) -> Duration {
         if transient {
@@ -102,6 +115,26 @@ impl Failures {
 #[cfg(test)]
 mod tests {
     use super::{Failures, backoff, transient_backoff};
+
+    #[test]
+    fn repeated_failures_are_told_at_growing_intervals_only() {
+        let mut failures = Failures::default();
+        let told: Vec<u32> = (1..=1000)
+            .filter(|_| {
+                failures.record(true);
+                failures.worth_an_event(true)
+            })
+            .collect();
+        assert_eq!(told, [10, 100, 1000]);
+        let mut failures = Failures::default();
+        let told: Vec<u32> = (1..=300)
+            .filter(|_| {
+                failures.record(false);
+                failures.worth_an_event(false)
+            })
+            .collect();
+        assert_eq!(told, [3, 30, 300]);
+    }
     use std::time::Duration;
 
     #[test]

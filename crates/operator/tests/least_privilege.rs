@@ -4,7 +4,9 @@
 //!   check report that needs that patch is deferred with a Warning (C15)
 //!   instead of being published without its once-per-Job record;
 //! - minus StatefulSets: the operator cannot see that kind of child, and says
-//!   so on the resource instead of deciding blind or waiting silently.
+//!   so on the resource instead of deciding blind or waiting silently;
+//! - minus writing Services: every pass fails on the refusal, and the operator
+//!   says so on the resource instead of retrying silently for ever.
 //!
 //! And the self-managed webhook certificate every replica shares, with only
 //! the rights `rbac::webhook_certificate_rules` grants.
@@ -43,6 +45,23 @@ fn role_without_stateful_sets() -> serde_json::Value {
         if let Some(resources) = rule["resources"].as_array_mut() {
             resources.retain(|r| r != "statefulsets");
         }
+    }
+    rules
+}
+
+/// What a namespaced operator needs, except writing Services (it may still
+/// read and watch them).
+fn role_without_writing_services() -> serde_json::Value {
+    let mut rules = ratchet_operator::rbac::reconcile_rules::<Services>();
+    if let Some(list) = rules.as_array_mut() {
+        for rule in list.iter_mut() {
+            if let Some(resources) = rule["resources"].as_array_mut() {
+                resources.retain(|r| r != "services");
+            }
+        }
+        list.push(json!({
+            "apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "watch"],
+        }));
     }
     rules
 }
@@ -213,6 +232,42 @@ async fn children_the_operator_cannot_watch_are_named_on_the_resource() -> Resul
         .list(&ListParams::default())
         .await?;
     ensure!(jobs.items.is_empty());
+    operator.stop().await;
+    ns.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_write_the_api_server_keeps_refusing_is_named_on_the_resource() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let admin = env.client()?;
+    let (ns, operator) = operator_with_role(
+        env,
+        &admin,
+        "rbac-svc",
+        role_without_writing_services(),
+        OperatorConfig::default(),
+    )
+    .await?;
+    let name = ns.name().to_string();
+    create_example_cinder(&admin, &name, "c", "2026.1", &[]).await?;
+
+    let events: Api<Event> = Api::namespaced(admin.clone(), &name);
+    let warned = |e: &Event| {
+        e.reason.as_deref() == Some("ReconcileFailing")
+            && e.type_.as_deref() == Some("Warning")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("c")
+            && e.note.as_deref().is_some_and(|n| {
+                n.starts_with("3 passes in a row failed") && n.contains("forbidden")
+            })
+    };
+    until_any(
+        &events,
+        Duration::from_secs(120),
+        "a ReconcileFailing warning on c naming the refusal",
+        warned,
+    )
+    .await?;
     operator.stop().await;
     ns.cleanup().await;
     Ok(())

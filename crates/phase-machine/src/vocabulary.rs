@@ -54,4 +54,7 @@ pub mod event {
     /// The operator cannot see the resource's children (their watch never
     /// listed, typically missing RBAC); emitted by the operator, not the machine.
     pub const CACHE_NOT_READY: &str = "CacheNotReady";
+    /// Passes keep failing on an error of the cluster, not a decision (an API
+    /// server refusing a write, missing permissions); emitted by the operator.
+    pub const RECONCILE_FAILING: &str = "ReconcileFailing";
 }

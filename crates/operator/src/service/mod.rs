@@ -154,6 +154,22 @@ fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Con
     let transient = error.is_transient();
     let (failures, delay) = ctx.record_failure(&key(object.as_ref()), transient);
     tracing::warn!(resource = %key(object.as_ref()), error = %error, transient, failures = failures.real, retry_in = ?delay, "reconcile failed");
+    // A blocked pass has said why through the machine's condition and event.
+    if !matches!(error, Error::Blocked { .. }) && failures.worth_an_event(transient) {
+        let count = if transient {
+            failures.transient
+        } else {
+            failures.real
+        };
+        ctx.events.publish(
+            &object.object_ref(&()),
+            &[ratchet_phase_machine::Event {
+                kind: ratchet_phase_machine::EventType::Warning,
+                reason: ratchet_phase_machine::vocabulary::event::RECONCILE_FAILING.into(),
+                message: format!("{count} passes in a row failed: {error}; retrying in {delay:?}"),
+            }],
+        );
+    }
     Action::requeue(delay)
 }
 
