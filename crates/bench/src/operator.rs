@@ -72,13 +72,14 @@ fn spawn_operator(
     kubeconfig: &std::path::Path,
     extra: &[&str],
     identity: &str,
+    metrics_bind: &str,
 ) -> anyhow::Result<Operator> {
     let mut command = Command::new(ratchet_binary()?);
     command
         .args([
             "operator",
             "--metrics-bind",
-            "127.0.0.1:0",
+            metrics_bind,
             "--concurrency",
             "8",
         ])
@@ -88,13 +89,17 @@ fn spawn_operator(
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // To see why a figure is what it is: the operator's log at info, in a file.
+    // To see why a figure is what it is: the operator's log at info (its own
+    // crate and its leader election at debug), in a file.
     if let Some(path) = std::env::var_os("RATCHET_BENCH_OPERATOR_LOG") {
         let mut path = PathBuf::from(path);
         path.as_mut_os_string().push(format!(".{identity}"));
         let log = std::fs::File::create(&path)?;
         command
-            .env("RUST_LOG", "info,ratchet_operator=debug")
+            .env(
+                "RUST_LOG",
+                "info,ratchet_operator=debug,kube_lease_manager=debug",
+            )
             .stdout(log.try_clone()?)
             .stderr(log);
     }
@@ -175,7 +180,9 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     ratchet_operator::install::ensure_example_secrets::<Services>(&admin, "default").await?;
     let kubeconfig = cluster.kubeconfig_path().to_path_buf();
 
-    let operator = spawn_operator(&kubeconfig, &[], "bench")?;
+    // A port of its own, to read its metrics from afterwards.
+    let metrics_bind = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let operator = spawn_operator(&kubeconfig, &[], "bench", &metrics_bind.to_string())?;
     let pid = operator.0.id();
     // Idle: give it five seconds to start, list and settle with nothing to do.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -211,9 +218,37 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
         took.as_secs_f64(),
         per_100(peak)
     );
+    let metrics = reqwest::Client::builder()
+        .build()?
+        .get(format!("http://{metrics_bind}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    println!(
+        "operator failed passes: {}",
+        crate::setup::failed_passes(&metrics)
+    );
+    println!(
+        "requests the API server refused as overloaded (API Priority and Fairness, anyone's): {}",
+        rejected_for_overload(&admin).await?
+    );
     drop(operator);
 
     takeover(&admin, &kubeconfig).await
+}
+
+/// The API server's count of requests it refused with 429 to share its
+/// capacity fairly (`apiserver_flowcontrol_rejected_requests_total`).
+async fn rejected_for_overload(admin: &Client) -> anyhow::Result<u64> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let metrics = admin.request_text(request).await?;
+    Ok(metrics
+        .lines()
+        .filter(|l| l.starts_with("apiserver_flowcontrol_rejected_requests_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum())
 }
 
 /// What each of the operator's watch caches holds for the installed fleet.
@@ -243,8 +278,8 @@ async fn takeover(admin: &Client, kubeconfig: &std::path::Path) -> anyhow::Resul
         "--lease-duration-seconds",
         "15",
     ];
-    let a = spawn_operator(kubeconfig, &lease_args, "replica-a")?;
-    let b = spawn_operator(kubeconfig, &lease_args, "replica-b")?;
+    let a = spawn_operator(kubeconfig, &lease_args, "replica-a", "127.0.0.1:0")?;
+    let b = spawn_operator(kubeconfig, &lease_args, "replica-b", "127.0.0.1:0")?;
     let leases: Api<Lease> = Api::namespaced(admin.clone(), "default");
     let lease = ratchet_testenv::wait::until(
         &leases,

@@ -101,3 +101,17 @@ pub fn slow_reconciles(operator: &OperatorHandle, bound_seconds: &str) -> Option
         .sum::<u64>();
     (total > 0).then(|| (total - within, total))
 }
+
+/// The operator's failed passes by service and reason, from its metrics text
+/// (`ratchet_reconcile_errors_total`), or "none".
+pub fn failed_passes(metrics: &str) -> String {
+    let errors: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("ratchet_reconcile_errors_total{"))
+        .collect();
+    if errors.is_empty() {
+        "none".to_string()
+    } else {
+        errors.join("; ")
+    }
+}

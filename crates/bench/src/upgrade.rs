@@ -289,17 +289,9 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
     // A failed pass retries after a backoff of at least a second: it shows up
     // as a slow reaction, so say which passes failed and why.
     let metrics = bench.operator.metrics().encode();
-    let errors: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("ratchet_reconcile_errors_total{"))
-        .collect();
     println!(
         "operator failed passes: {}",
-        if errors.is_empty() {
-            "none".to_string()
-        } else {
-            errors.join("; ")
-        }
+        crate::setup::failed_passes(&metrics)
     );
     bench.operator.stop().await;
     println!(
