@@ -34,6 +34,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::ExponentialBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use super::api;
 use super::cached::{
@@ -56,6 +57,8 @@ pub struct Caches {
     /// (never a value): a pass checks that the Secret keys its pods read exist
     /// without a request to the API server.
     pub secret_keys: Store<Secret>,
+    /// Which of these stores have listed.
+    listed: Listed,
 }
 
 /// One service's share of the child watches: the changes to its children, each
@@ -244,6 +247,14 @@ impl Caches {
             watcher::Config::default(),
             secret_key_names,
         );
+        let (listed, listing) = Listed::track(vec![
+            ("jobs", listed(&jobs)),
+            ("deployments", listed(&deployments)),
+            ("statefulsets", listed(&stateful_sets)),
+            ("configmaps", listed(&config_maps)),
+            ("services", listed(&services_cache)),
+            ("secrets", listed(&secret_keys)),
+        ]);
         (
             Caches {
                 jobs,
@@ -252,6 +263,7 @@ impl Caches {
                 config_maps,
                 services: services_cache,
                 secret_keys,
+                listed,
             },
             Routed {
                 triggers,
@@ -262,6 +274,7 @@ impl Caches {
                     config_map_routing,
                     service_routing,
                     secret_changes.for_each(|_| std::future::ready(())).boxed(),
+                    listing,
                 ],
             },
         )
@@ -272,31 +285,63 @@ impl Caches {
     /// Bounded by `timeout`: a store that cannot list (e.g. RBAC without
     /// `statefulsets`) fails with a message naming it instead of stalling
     /// the pass.
-    pub async fn ready(&self, timeout: std::time::Duration) -> Result<(), String> {
-        let waits = [
-            ("jobs", wait(&self.jobs).boxed()),
-            ("deployments", wait(&self.deployments).boxed()),
-            ("statefulsets", wait(&self.stateful_sets).boxed()),
-            ("configmaps", wait(&self.config_maps).boxed()),
-            ("services", wait(&self.services).boxed()),
-            ("secrets", wait(&self.secret_keys).boxed()),
-        ];
-        for (kind, ready) in waits {
-            if tokio::time::timeout(timeout, ready).await.is_err() {
-                return Err(format!(
-                    "the watch cache of {kind} did not fill within {timeout:?}; check that the operator may list and watch {kind}"
-                ));
-            }
-        }
-        Ok(())
+    pub async fn ready(&self, timeout: Duration) -> Result<(), String> {
+        self.listed.wait(timeout).await
     }
 }
 
-async fn wait<K>(store: &Store<K>)
+/// Which child watches have not listed yet, as every pass may wait on it.
+/// kube's `Store::wait_until_ready` wakes only the last of several tasks
+/// waiting on it at once (its one-shot channel keeps one waker), so passes
+/// that waited on the stores directly each slept until their timeout but
+/// one: 30 s for a standby taking over with more than one resource to
+/// reconcile. One task waits on each store and publishes here instead.
+#[derive(Clone)]
+struct Listed(watch::Receiver<Vec<&'static str>>);
+
+impl Listed {
+    /// The tracker of `stores` (kind, readiness), and the task that fills it.
+    fn track(
+        stores: Vec<(&'static str, BoxFuture<'static, ()>)>,
+    ) -> (Listed, BoxFuture<'static, ()>) {
+        let (sender, receiver) =
+            watch::channel(stores.iter().map(|(kind, _)| *kind).collect::<Vec<_>>());
+        let sender = Arc::new(sender);
+        let tracking = futures::future::join_all(stores.into_iter().map(|(kind, listed)| {
+            let sender = sender.clone();
+            async move {
+                listed.await;
+                sender.send_modify(|pending| pending.retain(|k| *k != kind));
+            }
+        }));
+        (Listed(receiver), tracking.map(|_| ()).boxed())
+    }
+
+    async fn wait(&self, timeout: Duration) -> Result<(), String> {
+        let mut receiver = self.0.clone();
+        if tokio::time::timeout(timeout, receiver.wait_for(Vec::is_empty))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        let kinds = self.0.borrow().join(", ");
+        Err(format!(
+            "the watch cache of {kinds} did not fill within {timeout:?}; check that the operator may list and watch {kinds}"
+        ))
+    }
+}
+
+/// Resolves once `store` holds its initial list (or its writer is gone).
+fn listed<K>(store: &Store<K>) -> BoxFuture<'static, ()>
 where
-    K: Resource<DynamicType = ()> + Clone + 'static,
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
-    let _ = store.wait_until_ready().await;
+    let store = store.clone();
+    async move {
+        let _ = store.wait_until_ready().await;
+    }
+    .boxed()
 }
 
 /// The cached objects one resource owns (by its service and instance labels).
@@ -359,6 +404,56 @@ mod tests {
         let string_data = secret.string_data.expect("stringData");
         assert_eq!(string_data.keys().collect::<Vec<_>>(), ["user"]);
         assert!(string_data.values().all(String::is_empty));
+    }
+
+    /// Passes waiting at once all go on as soon as the stores have listed,
+    /// none sleeps until its timeout (virtual time: it only moves when every
+    /// task waits, so a waiter nobody wakes would show as the whole timeout).
+    #[tokio::test(start_paused = true)]
+    async fn every_pass_waiting_for_the_stores_goes_on_once_they_listed() {
+        let (first, mut first_writer) = reflector::store::<Secret>();
+        let (second, mut second_writer) = reflector::store::<Secret>();
+        let (listed, listing) =
+            Listed::track(vec![("jobs", listed(&first)), ("secrets", listed(&second))]);
+        tokio::spawn(listing);
+        let timeout = Duration::from_secs(30);
+        let started = tokio::time::Instant::now();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let listed = listed.clone();
+                tokio::spawn(async move { listed.wait(timeout).await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        for writer in [&mut first_writer, &mut second_writer] {
+            writer.apply_watcher_event(&watcher::Event::Init);
+            writer.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        for waiter in waiters {
+            assert_eq!(waiter.await.expect("a waiter"), Ok(()));
+        }
+        assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_store_that_never_lists_is_named() {
+        let (first, mut first_writer) = reflector::store::<Secret>();
+        let (second, _never) = reflector::store::<Secret>();
+        let (listed, listing) = Listed::track(vec![
+            ("jobs", listed(&first)),
+            ("statefulsets", listed(&second)),
+        ]);
+        tokio::spawn(listing);
+        first_writer.apply_watcher_event(&watcher::Event::Init);
+        first_writer.apply_watcher_event(&watcher::Event::InitDone);
+        let refused = listed
+            .wait(Duration::from_secs(2))
+            .await
+            .expect_err("not listed");
+        assert!(
+            refused.ends_with("may list and watch statefulsets"),
+            "{refused}"
+        );
     }
 
     #[tokio::test]
