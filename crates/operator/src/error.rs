@@ -116,24 +116,21 @@ impl Failures {
 mod tests {
     use super::{Failures, backoff, transient_backoff};
 
+    /// Which of `count` failures in a row are worth an event.
+    fn told(transient: bool, count: u32) -> Vec<u32> {
+        let mut failures = Failures::default();
+        (1..=count)
+            .filter(|_| {
+                failures.record(transient);
+                failures.worth_an_event(transient)
+            })
+            .collect()
+    }
+
     #[test]
     fn repeated_failures_are_told_at_growing_intervals_only() {
-        let mut failures = Failures::default();
-        let told: Vec<u32> = (1..=1000)
-            .filter(|_| {
-                failures.record(true);
-                failures.worth_an_event(true)
-            })
-            .collect();
-        assert_eq!(told, [10, 100, 1000]);
-        let mut failures = Failures::default();
-        let told: Vec<u32> = (1..=300)
-            .filter(|_| {
-                failures.record(false);
-                failures.worth_an_event(false)
-            })
-            .collect();
-        assert_eq!(told, [3, 30, 300]);
+        assert_eq!(told(true, 1000), [10, 100, 1000]);
+        assert_eq!(told(false, 300), [3, 30, 300]);
     }
     use std::time::Duration;
 
