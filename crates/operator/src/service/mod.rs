@@ -10,6 +10,7 @@ pub mod ini;
 mod key_secrets;
 pub mod model;
 mod observe;
+mod own_writes;
 pub mod plan;
 pub mod readiness;
 mod reconcile;

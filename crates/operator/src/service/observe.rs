@@ -16,6 +16,7 @@ use super::OpenStackService;
 use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
 use super::caches::{Caches, named, owned_by};
 use super::model::{ServiceModel, WorkloadKind};
+use super::own_writes::WorkloadWrites;
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
@@ -77,6 +78,7 @@ pub struct Children {
 pub async fn observe<S: OpenStackService>(
     ctx: &Context,
     caches: &Caches,
+    written: &WorkloadWrites,
     profile: &Profile,
     object: &S,
     owner: &Owner,
@@ -100,12 +102,13 @@ pub async fn observe<S: OpenStackService>(
         BTreeMap<String, LiveWorkload>,
     ) = owned_by(&caches.deployments, service, namespace, name)
         .into_iter()
-        .filter_map(|d| Some((d.metadata.name.clone()?, LiveWorkload::Deployment(d))))
+        .map(|d| LiveWorkload::Deployment(written.deployments.freshest(d)))
         .chain(
             owned_by(&caches.stateful_sets, service, namespace, name)
                 .into_iter()
-                .filter_map(|s| Some((s.metadata.name.clone()?, LiveWorkload::StatefulSet(s)))),
+                .map(|s| LiveWorkload::StatefulSet(written.stateful_sets.freshest(s))),
         )
+        .filter_map(|live| Some((live.metadata().name.clone()?, live)))
         .partition(|(name, live)| model.workload(name).is_none_or(|w| w.kind == live.kind()));
 
     let reported_check_job = object

@@ -1,16 +1,14 @@
 //! One reconcile pass: render → observe → decide (pure) → apply.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Resource};
 use ratchet_phase_machine::hash::content_hash;
 use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{
@@ -23,6 +21,7 @@ use super::caches::{Caches, named};
 use super::key_secrets;
 use super::model::{ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
+use super::own_writes::{OwnWrites, WorkloadWrites, cached_form};
 use super::render::{self, Owner, PodParams};
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
 use crate::context::Context;
@@ -36,11 +35,11 @@ pub struct Pass<S> {
     caches: Caches,
     /// The service's profile, built once.
     profile: Profile,
-    /// Per resource, the object as Ratchet last wrote it (status or annotation).
-    /// The controller's own cache can lag behind its writes; a pass never
-    /// decides on a resource older than its own last write (which would repeat
-    /// a transition and its events).
-    written: Mutex<HashMap<String, Arc<S>>>,
+    /// Per resource, the object as Ratchet last wrote it (status or
+    /// annotation), and per workload, as it last applied it: a pass never
+    /// decides on an object older than its own last write (see `own_writes`).
+    written: OwnWrites<S>,
+    workloads_written: WorkloadWrites,
 }
 
 impl<S: OpenStackService> Pass<S> {
@@ -48,31 +47,14 @@ impl<S: OpenStackService> Pass<S> {
         Pass {
             caches,
             profile: S::profile(),
-            written: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The newer of the cached object and the one last written.
-    fn freshest(&self, cached: Arc<S>) -> Arc<S> {
-        let key = ObjectRef::from_obj(cached.as_ref()).to_string();
-        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
-        match written.get(&key) {
-            Some(ours) if newer(ours.as_ref(), cached.as_ref()) => ours.clone(),
-            Some(_) => {
-                written.remove(&key);
-                cached
-            }
-            None => cached,
+            written: OwnWrites::default(),
+            workloads_written: WorkloadWrites::default(),
         }
     }
 
     fn remember(&self, mut object: S) {
         super::caches::drop_managed_fields(&mut object);
-        let key = ObjectRef::from_obj(&object).to_string();
-        self.written
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, Arc::new(object));
+        self.written.remember(object);
     }
 
     pub async fn run(&self, cached: Arc<S>, ctx: Arc<Context>) -> Result<Action> {
@@ -91,7 +73,7 @@ impl<S: OpenStackService> Pass<S> {
                 message,
             });
         }
-        let object = self.freshest(cached);
+        let object = self.written.freshest(cached);
         let owner = Owner::of(S::SERVICE, object.as_ref())?;
         let model = object.model(&owner.name);
         // A configuration the renderer refused is not written: the machine sees
@@ -115,6 +97,7 @@ impl<S: OpenStackService> Pass<S> {
             observe(
                 &ctx,
                 &self.caches,
+                &self.workloads_written,
                 profile,
                 object.as_ref(),
                 &owner,
@@ -228,6 +211,7 @@ impl<S: OpenStackService> Pass<S> {
                     };
                     if let Some(old) = children.replaced.get(name) {
                         // Its pods go first (foreground); its deletion wakes the next pass.
+                        self.workloads_written.forget(&owner.namespace, name);
                         delete_foreground(&deployments, &stateful_sets, name, old).await?;
                         continue;
                     }
@@ -252,7 +236,10 @@ impl<S: OpenStackService> Pass<S> {
                     });
                     match workload.kind {
                         WorkloadKind::Deployment if !unchanged => {
-                            apply(&deployments, name, &render::deployment(desired)?).await?;
+                            let applied =
+                                apply(&deployments, name, &render::deployment(desired)?).await?;
+                            let written = cached_form(&applied)?;
+                            self.workloads_written.deployments.remember(written);
                         }
                         WorkloadKind::Deployment => {}
                         WorkloadKind::StatefulSet => {
@@ -264,8 +251,11 @@ impl<S: OpenStackService> Pass<S> {
                             )
                             .await?;
                             if !unchanged {
-                                apply(&stateful_sets, name, &render::stateful_set(desired)?)
-                                    .await?;
+                                let applied =
+                                    apply(&stateful_sets, name, &render::stateful_set(desired)?)
+                                        .await?;
+                                let written = cached_form(&applied)?;
+                                self.workloads_written.stateful_sets.remember(written);
                             }
                         }
                     }
@@ -278,13 +268,16 @@ impl<S: OpenStackService> Pass<S> {
                         .await?;
                     }
                 }
-                WorkloadAction::Delete { name } => match children.workloads.get(name) {
-                    Some(LiveWorkload::StatefulSet(_)) => {
-                        delete_background(&stateful_sets, name).await?;
-                        delete_background(&services, name).await?;
+                WorkloadAction::Delete { name } => {
+                    self.workloads_written.forget(&owner.namespace, name);
+                    match children.workloads.get(name) {
+                        Some(LiveWorkload::StatefulSet(_)) => {
+                            delete_background(&stateful_sets, name).await?;
+                            delete_background(&services, name).await?;
+                        }
+                        _ => delete_background(&deployments, name).await?,
                     }
-                    _ => delete_background(&deployments, name).await?,
-                },
+                }
             }
         }
         Ok(())
@@ -537,53 +530,4 @@ fn record_phase(
         &decision.status.phase,
         left,
     );
-}
-
-/// Whether `ours` is a later version of the resource than `cached`. Since
-/// Kubernetes 1.35 (KEP-5504) the resource versions of one resource are
-/// comparable as integers of any size: more digits is later, equally many
-/// compare digit by digit. A version that is not such an integer is not
-/// comparable, and the cache is trusted.
-fn newer<S: Resource>(ours: &S, cached: &S) -> bool {
-    let version = |o: &S| o.meta().resource_version.clone().unwrap_or_default();
-    let (ours, cached) = (version(ours), version(cached));
-    let comparable =
-        |v: &str| !v.is_empty() && !v.starts_with('0') && v.bytes().all(|b| b.is_ascii_digit());
-    comparable(&ours)
-        && comparable(&cached)
-        && (ours.len(), ours.as_str()) > (cached.len(), cached.as_str())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::newer;
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn at(version: Option<&str>) -> ConfigMap {
-        let mut c = ConfigMap::default();
-        c.metadata.resource_version = version.map(str::to_owned);
-        c
-    }
-
-    #[test]
-    fn a_write_is_newer_than_a_cache_that_has_not_seen_it() {
-        assert!(newer(&at(Some("120")), &at(Some("99"))));
-        assert!(!newer(&at(Some("120")), &at(Some("120"))), "caught up");
-        assert!(!newer(&at(Some("120")), &at(Some("121"))), "moved on");
-        assert!(
-            newer(&at(Some("1000")), &at(Some("999"))),
-            "by length first"
-        );
-        let huge = "18446744073709551616"; // u64::MAX + 1
-        assert!(newer(&at(Some(huge)), &at(Some("18446744073709551615"))));
-    }
-
-    #[test]
-    fn unreadable_versions_trust_the_cache() {
-        assert!(!newer(&at(Some("abc")), &at(Some("1"))));
-        assert!(!newer(&at(None), &at(Some("1"))));
-        assert!(!newer(&at(Some("2")), &at(None)));
-        assert!(!newer(&at(Some("012")), &at(Some("11"))), "leading zero");
-        assert!(!newer(&at(Some("-5")), &at(Some("1"))));
-    }
 }
