@@ -163,10 +163,17 @@ async fn record(
 /// Recognises the event that answers a trigger.
 type Reaction<'a> = &'a dyn Fn(&Seen) -> bool;
 
+/// One trigger and the operator's reaction to it.
+struct Reacted {
+    what: String,
+    triggered: Instant,
+    took: Duration,
+}
+
 /// Reaction times: from each trigger to the reaction the operator owes it (the
 /// first time that reaction is seen at all; a reaction seen before the trigger,
 /// through the other watch, counts as zero).
-fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> {
+fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<Reacted> {
     let first = |from: Instant, pred: Reaction| {
         seen.iter()
             .find(|(t, s)| *t >= from && pred(s))
@@ -194,7 +201,11 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> 
             &|s| matches!(s, Seen::JobComplete(n) if n == job),
         ) && let Some(r) = first(seen[0].0, reacted)
         {
-            out.push((format!("{job} complete"), r.saturating_duration_since(t)));
+            out.push(Reacted {
+                what: format!("{job} complete"),
+                triggered: t,
+                took: r.saturating_duration_since(t),
+            });
         }
     }
     for (i, name) in ROLL_ORDER.iter().enumerate() {
@@ -216,7 +227,11 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<(String, Duration)> 
             ),
         };
         if let Some(r) = reaction {
-            out.push((format!("{name} rolled out"), r.saturating_duration_since(t)));
+            out.push(Reacted {
+                what: format!("{name} rolled out"),
+                triggered: t,
+                took: r.saturating_duration_since(t),
+            });
         }
     }
     out
@@ -228,7 +243,16 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
     let mut requests = Vec::new();
     let mut classes = std::collections::BTreeMap::<String, u64>::new();
     let mut all_reactions: Vec<Duration> = Vec::new();
+    // The slowest, with the namespace and the wall-clock time of the trigger:
+    // where to look in the operator's log (RUST_LOG=ratchet_operator=debug).
     let mut worst: Vec<(String, Duration)> = Vec::new();
+    let clock = (Instant::now(), std::time::SystemTime::now());
+    let wall = |at: Instant| {
+        let since = clock.1 + at.saturating_duration_since(clock.0);
+        k8s_openapi::jiff::Timestamp::try_from(since)
+            .map(|t| t.to_string())
+            .unwrap_or_default()
+    };
     for run in 0..args.runs {
         let ns = format!("upgrade-{run}");
         let (api, cinder) = bench.namespace(&ns, "2026.1", &["b1"]).await?;
@@ -275,9 +299,13 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         }
         let _ = stop_tx.send(());
         let seen = recorder.await?;
-        for (what, took) in reactions(&seen, "2026.2") {
-            all_reactions.push(took);
-            worst.push((what, took));
+        for reacted in reactions(&seen, "2026.2") {
+            all_reactions.push(reacted.took);
+            let at = wall(reacted.triggered);
+            worst.push((
+                format!("{} in {ns}, triggered at {at}", reacted.what),
+                reacted.took,
+            ));
         }
     }
     if let Some(mean) = mean_reconcile_seconds(&bench.operator) {
