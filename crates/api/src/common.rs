@@ -169,4 +169,23 @@ pub struct UpgradeStatus<P: Default> {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The events announcing the last change of this status, between the
+    /// status write and Ratchet's confirmation that they are published: a
+    /// restarted operator publishes them under the same names (never lost,
+    /// never doubled). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_events: Vec<PendingEvent>,
+}
+
+/// An event Ratchet has recorded as due and publishes under this name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingEvent {
+    /// The Event object's name (derived from the resource and the transition).
+    pub name: String,
+    /// Normal or Warning.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
 }

@@ -43,11 +43,12 @@ where
 }
 
 /// What happened to a Job that should exist with a given pod-spec hash.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum JobEnsured {
     /// It already existed with this hash.
     Unchanged,
-    Created,
+    /// As the server returned it.
+    Created(Box<Job>),
     /// One of that name is still on the server (an older one being removed,
     /// or one the cache has not seen yet): the caller looks again shortly,
     /// since no event is sure to follow (see `REPLACE_RETRY`).
@@ -76,7 +77,7 @@ pub async fn ensure_job(
         delete_background(api, &name).await?;
     }
     match api.create(&PostParams::default(), desired).await {
-        Ok(_) => Ok(JobEnsured::Created),
+        Ok(created) => Ok(JobEnsured::Created(Box::new(created))),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(JobEnsured::Replacing),
         Err(e) => Err(e.into()),
     }

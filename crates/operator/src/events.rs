@@ -1,12 +1,14 @@
 //! Publishing events. A transition's events are published exactly once, even
-//! across crashes ([`publish_once`]); the operator's own notices go through one
-//! recorder behind an ordered queue ([`Publisher`]).
+//! across crashes, under names that a repeated decision derives alike
+//! ([`announcing`], [`publish_named`]); the operator's own notices go through
+//! one recorder behind an ordered queue ([`Publisher`]).
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as EventObject;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder};
+use ratchet_api::common::PendingEvent;
 use ratchet_phase_machine::hash::content_hash;
 use ratchet_phase_machine::{Event, EventType};
 use tokio::sync::mpsc;
@@ -14,35 +16,64 @@ use tokio::sync::mpsc;
 /// The controller events name as their reporter.
 pub const REPORTING_CONTROLLER: &str = "ratchet";
 
-/// Publishes `events` about `regarding` with names derived from the resource's
-/// UID, `occasion` (what the events announce: the status they leave, a check
-/// Job's UID) and each event's place, before the change they announce is
-/// recorded. A crash after publishing and before recording repeats the same
-/// decision from the same state next time, so the repeat create answers
-/// `AlreadyExists`: never lost (published before it is recorded), never
-/// doubled (the same name), also when two replicas act without leader election.
+/// Names `events` about `regarding` after the resource's UID, `occasion` (what
+/// the events announce: the status they leave, a check Job's UID) and each
+/// event's place: a decision repeated from the same state names its events
+/// alike, anything else differently.
+pub fn announcing(
+    regarding: &ObjectReference,
+    occasion: &str,
+    events: &[Event],
+) -> Vec<PendingEvent> {
+    let uid = regarding.uid.as_deref().unwrap_or_default();
+    let subject = regarding.name.as_deref().unwrap_or("resource");
+    // An event name is a DNS subdomain (at most 253 characters).
+    let prefix = truncate(subject, 200);
+    events
+        .iter()
+        .enumerate()
+        .map(|(index, event)| {
+            let identity = format!("{uid}\0{occasion}\0{index}\0{}", event.reason);
+            PendingEvent {
+                name: format!("{prefix}.{}", content_hash(identity.as_bytes())),
+                type_: match event.kind {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .into(),
+                reason: event.reason.clone(),
+                message: truncate(&event.message, 1024),
+            }
+        })
+        .collect()
+}
+
+/// Creates each named event unless one of its name exists: a repeated
+/// publication (after a crash, or by a second operator) answers
+/// `AlreadyExists` and doubles nothing.
 ///
 /// Returns the other reporting instances that had published one of them
 /// first: a replica that took over from a crashed leader, or, without leader
 /// election, a second operator acting on the same resources.
-pub async fn publish_once(
+pub async fn publish_named(
     client: &kube::Client,
     instance: &str,
     regarding: &ObjectReference,
-    occasion: &str,
-    events: &[Event],
+    events: &[PendingEvent],
 ) -> Result<Vec<String>, kube::Error> {
     let namespace = regarding.namespace.clone().unwrap_or_default();
     let api: Api<EventObject> = Api::namespaced(client.clone(), &namespace);
-    let creates = events.iter().enumerate().map(|(index, event)| {
-        let object = event_object(instance, regarding, occasion, index, event);
+    let creates = events.iter().map(|event| {
+        let object = event_object(instance, regarding, event);
         let api = api.clone();
         async move {
             match api.create(&PostParams::default(), &object).await {
                 Ok(_) => Ok(None),
                 Err(kube::Error::Api(status)) if status.is_already_exists() => {
-                    let name = object.metadata.name.unwrap_or_default();
-                    let first = api.get_opt(&name).await?.and_then(|e| e.reporting_instance);
+                    let first = api
+                        .get_opt(&event.name)
+                        .await?
+                        .and_then(|e| e.reporting_instance);
                     Ok(first.filter(|first| first != instance))
                 }
                 Err(e) => Err(e),
@@ -53,35 +84,33 @@ pub async fn publish_once(
     Ok(others.into_iter().flatten().collect())
 }
 
-/// The event object, with its name derived as [`publish_once`] says.
-fn event_object(
+/// Publishes `events` named as [`announcing`] says, before the change they
+/// announce is recorded: a crash after publishing and before recording
+/// repeats the same decision from the same state, whose creates answer
+/// `AlreadyExists`.
+pub async fn publish_once(
+    client: &kube::Client,
     instance: &str,
     regarding: &ObjectReference,
     occasion: &str,
-    index: usize,
-    event: &Event,
-) -> EventObject {
-    let uid = regarding.uid.as_deref().unwrap_or_default();
-    let identity = format!("{uid}\0{occasion}\0{index}\0{}", event.reason);
-    let subject = regarding.name.as_deref().unwrap_or("resource");
-    // An event name is a DNS subdomain (at most 253 characters).
-    let prefix = truncate(subject, 200);
+    events: &[Event],
+) -> Result<Vec<String>, kube::Error> {
+    let named = announcing(regarding, occasion, events);
+    publish_named(client, instance, regarding, &named).await
+}
+
+/// The event object of a named event.
+fn event_object(instance: &str, regarding: &ObjectReference, event: &PendingEvent) -> EventObject {
     EventObject {
         metadata: ObjectMeta {
-            name: Some(format!("{prefix}.{}", content_hash(identity.as_bytes()))),
+            name: Some(event.name.clone()),
             namespace: regarding.namespace.clone(),
             ..ObjectMeta::default()
         },
         event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
-        type_: Some(
-            match event.kind {
-                EventType::Normal => "Normal",
-                EventType::Warning => "Warning",
-            }
-            .into(),
-        ),
+        type_: Some(event.type_.clone()),
         reason: Some(event.reason.clone()),
-        note: Some(truncate(&event.message, 1024)),
+        note: Some(event.message.clone()),
         action: Some("Reconcile".into()),
         reporting_controller: Some(REPORTING_CONTROLLER.into()),
         reporting_instance: Some(truncate(instance, 128)),
@@ -178,10 +207,11 @@ mod tests {
     }
 
     fn name(uid: &str, occasion: &str, index: usize, reason: &str) -> String {
-        event_object("r", &reference(uid), occasion, index, &event(reason))
-            .metadata
+        let mut events = vec![event("Earlier"); index];
+        events.push(event(reason));
+        announcing(&reference(uid), occasion, &events)[index]
             .name
-            .unwrap_or_default()
+            .clone()
     }
 
     #[test]
@@ -203,7 +233,7 @@ mod tests {
     fn names_fit_a_dns_subdomain() {
         let mut long = reference("u");
         long.name = Some("x".repeat(253));
-        let object = event_object("r", &long, "o", 0, &event("E"));
-        assert!(object.metadata.name.unwrap_or_default().len() <= 253);
+        let named = announcing(&long, "o", &[event("E")]);
+        assert!(named[0].name.len() <= 253);
     }
 }

@@ -13,8 +13,9 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
@@ -692,6 +693,49 @@ async fn a_worker_an_older_ratchet_made_as_a_deployment_is_replaced_by_its_state
         "the StatefulSet stays"
     );
     h.wait_ready("c").await?;
+    h.finish().await;
+    Ok(())
+}
+
+/// What a crash between a transition's status write and its events leaves:
+/// the events pending in the status. The next pass publishes them under the
+/// names recorded and empties the list; left due again (a second crash), they
+/// are not published twice.
+#[tokio::test]
+async fn events_a_crash_left_pending_are_published_once_then_cleared() -> Result<()> {
+    let h = Harness::start("pending-events").await?;
+    h.create_cinder(cinder_manifest("c", "2026.1", "2026.1", &[]))
+        .await?;
+    h.wait_ready("c").await?;
+    let left_due = json!({ "status": { "pendingEvents": [{
+        "name": "c.left-due-by-a-crash",
+        "type": "Normal",
+        "reason": "UpgradeComplete",
+        "message": "2026.1 is installed (left due)",
+    }] } });
+    for crash in 1..=2 {
+        h.api::<Cinder>()
+            .patch_status("c", &PatchParams::default(), &Patch::Merge(&left_due))
+            .await?;
+        until(
+            &h.api::<Cinder>(),
+            "c",
+            TIMEOUT,
+            &format!("pending events published and cleared (crash {crash})"),
+            |c: &Cinder| {
+                c.status
+                    .as_ref()
+                    .is_some_and(|s| s.pending_events.is_empty())
+            },
+        )
+        .await?;
+        let event = h.api::<Event>().get("c.left-due-by-a-crash").await?;
+        ensure!(event.reason.as_deref() == Some("UpgradeComplete"));
+        ensure!(event.note.as_deref() == Some("2026.1 is installed (left due)"));
+        ensure!(event.reporting_controller.as_deref() == Some("ratchet"));
+        let types = h.event_types("c", "UpgradeComplete").await?;
+        ensure!(types == ["Normal"], "published once: {types:?}");
+    }
     h.finish().await;
     Ok(())
 }

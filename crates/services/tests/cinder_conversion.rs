@@ -10,7 +10,9 @@ use proptest::collection::{btree_map, vec};
 use proptest::option;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
-use ratchet_api::common::{ImageSpec, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec};
+use ratchet_api::common::{
+    ImageSpec, PendingEvent, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec,
+};
 use ratchet_services::cinder::conversion::{
     ConversionError, V1ALPHA1, V1ALPHA1_ANNOTATION, V1BETA1, V1BETA1_ANNOTATION, convert,
     to_v1alpha1, to_v1beta1,
@@ -609,7 +611,17 @@ type StatusParts = (
     String,
     Vec<Condition>,
     Option<i64>,
+    Vec<PendingEvent>,
 );
+
+fn pending_event() -> impl Strategy<Value = PendingEvent> {
+    (text(), text(), text(), text()).prop_map(|(name, type_, reason, message)| PendingEvent {
+        name,
+        type_,
+        reason,
+        message,
+    })
+}
 
 fn status_parts() -> impl Strategy<Value = Option<StatusParts>> {
     option::of((
@@ -620,6 +632,7 @@ fn status_parts() -> impl Strategy<Value = Option<StatusParts>> {
         text(),
         vec(condition(), 0..3),
         option::of(any::<i64>()),
+        vec(pending_event(), 0..2),
     ))
 }
 
@@ -683,6 +696,7 @@ fn alpha_cinder() -> impl Strategy<Value = v1alpha1::Cinder> {
                 rolling_workload,
                 conditions,
                 observed_generation,
+                pending_events,
             )| {
                 v1alpha1::CinderStatus {
                     installed_release,
@@ -698,6 +712,7 @@ fn alpha_cinder() -> impl Strategy<Value = v1alpha1::Cinder> {
                     rolling_workload,
                     conditions,
                     observed_generation,
+                    pending_events,
                 }
             },
         ),
@@ -792,6 +807,7 @@ fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
                 rolling_workload,
                 conditions,
                 observed_generation,
+                pending_events,
             )| {
                 v1beta1::CinderStatus {
                     installed_release,
@@ -807,6 +823,7 @@ fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
                     rolling_workload,
                     conditions,
                     observed_generation,
+                    pending_events,
                 }
             },
         ),

@@ -16,7 +16,7 @@ use super::OpenStackService;
 use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
 use super::caches::{Caches, named, owned_by};
 use super::model::{ServiceModel, WorkloadKind};
-use super::own_writes::WorkloadWrites;
+use super::own_writes::ChildWrites;
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
@@ -78,7 +78,7 @@ pub struct Children {
 pub async fn observe<S: OpenStackService>(
     ctx: &Context,
     caches: &Caches,
-    written: &WorkloadWrites,
+    written: &ChildWrites,
     profile: &Profile,
     object: &S,
     owner: &Owner,
@@ -92,6 +92,7 @@ pub async fn observe<S: OpenStackService>(
     let (service, namespace, name) = (S::SERVICE, owner.namespace.as_str(), owner.name.as_str());
     let jobs: BTreeMap<String, Arc<CachedJob>> = owned_by(&caches.jobs, service, namespace, name)
         .into_iter()
+        .map(|j| written.jobs.freshest(j))
         .filter(|j| j.metadata.deletion_timestamp.is_none())
         .filter_map(|j| Some((j.label(COMPONENT)?.to_string(), j)))
         .collect();

@@ -15,7 +15,7 @@ use kube::runtime::reflector::ObjectRef;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::cached::{CachedDeployment, CachedStatefulSet};
+use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet};
 use crate::error::Result;
 
 /// The last version of each object of one kind that this controller wrote.
@@ -66,15 +66,18 @@ impl<T: Resource<DynamicType = ()>> OwnWrites<T> {
     }
 }
 
-/// The workloads a service's controller last applied, in their cached form.
+/// The children a service's controller last wrote, in their cached form: a
+/// Job it created (a stale cache would show the one it replaced, whose other
+/// hash would have it replaced again), the workloads it applied.
 #[derive(Default)]
-pub struct WorkloadWrites {
+pub struct ChildWrites {
+    pub jobs: OwnWrites<CachedJob>,
     pub deployments: OwnWrites<CachedDeployment>,
     pub stateful_sets: OwnWrites<CachedStatefulSet>,
 }
 
-impl WorkloadWrites {
-    pub fn forget(&self, namespace: &str, name: &str) {
+impl ChildWrites {
+    pub fn forget_workload(&self, namespace: &str, name: &str) {
         self.deployments.forget(namespace, name);
         self.stateful_sets.forget(namespace, name);
     }

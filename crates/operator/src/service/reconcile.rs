@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
+use ratchet_api::common::PendingEvent;
 use ratchet_phase_machine::hash::content_hash;
 use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{
@@ -21,8 +22,9 @@ use super::caches::{Caches, named};
 use super::key_secrets;
 use super::model::{ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
-use super::own_writes::{OwnWrites, WorkloadWrites, cached_form};
+use super::own_writes::{ChildWrites, OwnWrites, cached_form};
 use super::render::{self, Owner, PodParams};
+use super::status::ServiceStatus;
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -39,7 +41,7 @@ pub struct Pass<S> {
     /// annotation), and per workload, as it last applied it: a pass never
     /// decides on an object older than its own last write (see `own_writes`).
     written: OwnWrites<S>,
-    workloads_written: WorkloadWrites,
+    children_written: ChildWrites,
 }
 
 impl<S: OpenStackService> Pass<S> {
@@ -48,7 +50,7 @@ impl<S: OpenStackService> Pass<S> {
             caches,
             profile: S::profile(),
             written: OwnWrites::default(),
-            workloads_written: WorkloadWrites::default(),
+            children_written: ChildWrites::default(),
         }
     }
 
@@ -97,7 +99,7 @@ impl<S: OpenStackService> Pass<S> {
             observe(
                 &ctx,
                 &self.caches,
-                &self.workloads_written,
+                &self.children_written,
                 profile,
                 object.as_ref(),
                 &owner,
@@ -116,10 +118,25 @@ impl<S: OpenStackService> Pass<S> {
             .jobs
             .iter()
             .partition(|a| matches!(a, JobAction::Delete { .. }));
-        execute_jobs(&ctx, &owner, &model, &children, &deletions).await?;
+        execute_jobs(
+            &ctx,
+            &self.children_written,
+            &owner,
+            &model,
+            &children,
+            &deletions,
+        )
+        .await?;
         let reference = object.object_ref(&());
         let (replacing, _, written) = tokio::try_join!(
-            execute_jobs(&ctx, &owner, &model, &children, &ensures),
+            execute_jobs(
+                &ctx,
+                &self.children_written,
+                &owner,
+                &model,
+                &children,
+                &ensures
+            ),
             self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
             record_transition(
                 &ctx,
@@ -211,7 +228,8 @@ impl<S: OpenStackService> Pass<S> {
                     };
                     if let Some(old) = children.replaced.get(name) {
                         // Its pods go first (foreground); its deletion wakes the next pass.
-                        self.workloads_written.forget(&owner.namespace, name);
+                        self.children_written
+                            .forget_workload(&owner.namespace, name);
                         delete_foreground(&deployments, &stateful_sets, name, old).await?;
                         continue;
                     }
@@ -239,7 +257,7 @@ impl<S: OpenStackService> Pass<S> {
                             let applied =
                                 apply(&deployments, name, &render::deployment(desired)?).await?;
                             let written = cached_form(&applied)?;
-                            self.workloads_written.deployments.remember(written);
+                            self.children_written.deployments.remember(written);
                         }
                         WorkloadKind::Deployment => {}
                         WorkloadKind::StatefulSet => {
@@ -255,7 +273,7 @@ impl<S: OpenStackService> Pass<S> {
                                     apply(&stateful_sets, name, &render::stateful_set(desired)?)
                                         .await?;
                                 let written = cached_form(&applied)?;
-                                self.workloads_written.stateful_sets.remember(written);
+                                self.children_written.stateful_sets.remember(written);
                             }
                         }
                     }
@@ -269,7 +287,8 @@ impl<S: OpenStackService> Pass<S> {
                     }
                 }
                 WorkloadAction::Delete { name } => {
-                    self.workloads_written.forget(&owner.namespace, name);
+                    self.children_written
+                        .forget_workload(&owner.namespace, name);
                     match children.workloads.get(name) {
                         Some(LiveWorkload::StatefulSet(_)) => {
                             delete_background(&stateful_sets, name).await?;
@@ -344,6 +363,7 @@ async fn replace_stuck_pods(
 /// the same name still on the server (the pass then looks again shortly).
 async fn execute_jobs(
     ctx: &Context,
+    written: &ChildWrites,
     owner: &Owner,
     model: &ServiceModel,
     children: &Children,
@@ -377,24 +397,33 @@ async fn execute_jobs(
                     .jobs
                     .get(suffix)
                     .map(|live| live.annotation(POD_SPEC_HASH));
-                let ensured = ensure_job(&api, live_hash, &desired).await?;
-                if ensured == JobEnsured::Replacing {
-                    tracing::debug!(name = %owner.name, namespace = %owner.namespace, suffix, "a Job of that name is still on the server; looking again shortly");
-                    replacing = true;
+                match ensure_job(&api, live_hash, &desired).await? {
+                    JobEnsured::Unchanged => {}
+                    JobEnsured::Created(job) => written.jobs.remember(cached_form(&job)?),
+                    JobEnsured::Replacing => {
+                        tracing::debug!(name = %owner.name, namespace = %owner.namespace, suffix, "a Job of that name is still on the server; looking again shortly");
+                        replacing = true;
+                    }
                 }
             }
             JobAction::Delete { suffix } => {
-                delete_background(&api, &owner.job_name(suffix)).await?;
+                let name = owner.job_name(suffix);
+                written.jobs.forget(&owner.namespace, &name);
+                delete_background(&api, &name).await?;
             }
         }
     }
     Ok(replacing)
 }
 
-/// Publishes the decision's events, then writes the decided status when it
-/// differs from the stored one; returns the resource as written. The events
-/// are named after the status they leave (see `events::publish_once`), so a
-/// crash between the two cannot lose them or, repeated, double them.
+/// Writes the decided status when it differs from the stored one, with the
+/// decision's events, which are published at the same time; returns the
+/// resource as last written. The events are named after the status they
+/// leave (`events::announcing`) and recorded in the new status as pending
+/// until published, then cleared: a crash before the status write repeats the
+/// decision from the same status (same names: `AlreadyExists`), a crash after
+/// it leaves them pending for the next pass, which publishes them first. The
+/// new status is visible after one write, not after the events' writes too.
 async fn record_transition<S: OpenStackService>(
     ctx: &Context,
     profile: &Profile,
@@ -403,29 +432,61 @@ async fn record_transition<S: OpenStackService>(
     reference: &ObjectReference,
     decision: &Decision,
 ) -> Result<Option<S>> {
-    if !decision.events.is_empty() {
-        let left = serde_json::to_vec(&object.status())?;
-        let occasion = format!("status/{}", content_hash(&left));
-        let others = events::publish_once(
-            &ctx.client,
-            &ctx.config.instance,
-            reference,
-            &occasion,
-            &decision.events,
-        )
-        .await?;
-        warn_of_other_replicas(ctx, owner, &others);
-    }
-    let status = S::desired_status(profile, &decision.status);
-    if object.status() == Some(&status) {
+    let publish = |named: Vec<PendingEvent>| async move {
+        if !named.is_empty() {
+            let others =
+                events::publish_named(&ctx.client, &ctx.config.instance, reference, &named).await?;
+            warn_of_other_replicas(ctx, owner, &others);
+        }
+        Ok::<(), Error>(())
+    };
+    let stored = object.status();
+    // Due since an earlier pass: published before a new status replaces them.
+    publish(
+        stored
+            .map(|s| s.pending_events().to_vec())
+            .unwrap_or_default(),
+    )
+    .await?;
+    let left = serde_json::to_vec(&stored)?;
+    let announced = events::announcing(
+        reference,
+        &format!("status/{}", content_hash(&left)),
+        &decision.events,
+    );
+    let mut status = S::desired_status(profile, &decision.status);
+    if stored == Some(&status) {
+        // No new status to record them: a repeat of this pass names them alike.
+        publish(announced).await?;
         return Ok(None);
     }
     let api: Api<S> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let patch = serde_json::json!({ "status": status });
-    Ok(Some(
-        api.patch_status(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?,
-    ))
+    let write = |patch: serde_json::Value| {
+        let api = api.clone();
+        async move {
+            Ok::<S, Error>(
+                api.patch_status(&owner.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?,
+            )
+        }
+    };
+    // Said even when none are (a merge patch keeps what it does not name):
+    // `null` removes the events an earlier pass left due.
+    let recording = |status: &S::Status| -> Result<serde_json::Value> {
+        let mut patch = serde_json::json!({ "status": status });
+        patch["status"]["pendingEvents"] = match status.pending_events() {
+            [] => serde_json::Value::Null,
+            due => serde_json::to_value(due)?,
+        };
+        Ok(patch)
+    };
+    if announced.is_empty() {
+        return Ok(Some(write(recording(&status)?).await?));
+    }
+    status.pending_events_mut().clone_from(&announced);
+    tokio::try_join!(write(recording(&status)?), publish(announced))?;
+    let published = serde_json::json!({ "status": { "pendingEvents": null } });
+    Ok(Some(write(published).await?))
 }
 
 /// Reports an upgrade check exactly once per Job, also across crashes, in

@@ -3,7 +3,7 @@
 //! release, phase, conditions), so these conversions are shared.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use ratchet_api::common::{ImageSpec, SecretOption, UpgradeStatus};
+use ratchet_api::common::{ImageSpec, PendingEvent, SecretOption, UpgradeStatus};
 use ratchet_phase_machine::{ConditionState, DesiredStatus, Profile, SpecView, StatusView};
 use ratchet_release::ImageLayout;
 use serde::Serialize;
@@ -95,6 +95,9 @@ pub fn observed_spec<S: super::OpenStackService>(
 pub trait ServiceStatus: Sized {
     fn view(&self) -> StatusView;
     fn decided(profile: &Profile, decided: &DesiredStatus) -> Self;
+    /// The events recorded as due with this status (see `UpgradeStatus`).
+    fn pending_events(&self) -> &[PendingEvent];
+    fn pending_events_mut(&mut self) -> &mut Vec<PendingEvent>;
 }
 
 /// The status every service stores (a service that stores more implements
@@ -119,7 +122,16 @@ impl<P: Serialize + DeserializeOwned + Default> ServiceStatus for UpgradeStatus<
             rolling_workload: decided.rolling_workload.clone(),
             conditions: conditions(decided),
             observed_generation: Some(decided.observed_generation),
+            pending_events: Vec::new(),
         }
+    }
+
+    fn pending_events(&self) -> &[PendingEvent] {
+        &self.pending_events
+    }
+
+    fn pending_events_mut(&mut self) -> &mut Vec<PendingEvent> {
+        &mut self.pending_events
     }
 }
 

@@ -379,6 +379,7 @@ fn status_to_beta(status: &v1alpha1::CinderStatus) -> v1beta1::CinderStatus {
         rolling_workload,
         conditions,
         observed_generation,
+        pending_events,
     } = status;
     v1beta1::CinderStatus {
         installed_release: installed_release.clone(),
@@ -396,6 +397,7 @@ fn status_to_beta(status: &v1alpha1::CinderStatus) -> v1beta1::CinderStatus {
         rolling_workload: rolling_workload.clone(),
         conditions: conditions.clone(),
         observed_generation: *observed_generation,
+        pending_events: pending_events.clone(),
     }
 }
 
@@ -408,6 +410,7 @@ fn status_to_alpha(status: &v1beta1::CinderStatus) -> v1alpha1::CinderStatus {
         rolling_workload,
         conditions,
         observed_generation,
+        pending_events,
     } = status;
     v1alpha1::CinderStatus {
         installed_release: installed_release.clone(),
@@ -425,6 +428,7 @@ fn status_to_alpha(status: &v1beta1::CinderStatus) -> v1alpha1::CinderStatus {
         rolling_workload: rolling_workload.clone(),
         conditions: conditions.clone(),
         observed_generation: *observed_generation,
+        pending_events: pending_events.clone(),
     }
 }
 

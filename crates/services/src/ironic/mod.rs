@@ -12,6 +12,7 @@ pub mod v1alpha1;
 pub use resource::example_manifest;
 
 use crate::ironic::v1alpha1::{Ironic, IronicStatus};
+use ratchet_api::common::PendingEvent;
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 pub use crate::ironic::profile::{CONFIG_DIR, SERVICE};
@@ -90,6 +91,14 @@ impl ServiceStatus for IronicStatus {
                 .pin_during(&decided.phase, &decided.installed_release)
                 .unwrap_or_default(),
         }
+    }
+
+    fn pending_events(&self) -> &[PendingEvent] {
+        self.upgrade.pending_events()
+    }
+
+    fn pending_events_mut(&mut self) -> &mut Vec<PendingEvent> {
+        self.upgrade.pending_events_mut()
     }
 }
 
