@@ -345,7 +345,11 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
     let runs = requests.len().max(1) as f64;
     let per_upgrade: Vec<String> = by_count
         .iter()
-        .map(|(class, n)| format!("{class} {:.1}", *n as f64 / runs))
+        .map(|(class, n)| match *n as f64 / runs {
+            // A watch re-opened once in all the runs is worth seeing, not as 0.0.
+            rare if rare < 0.1 => format!("{class} {rare:.2}"),
+            mean => format!("{class} {mean:.1}"),
+        })
         .collect();
     println!("  per upgrade by request: {}", per_upgrade.join(", "));
     Ok(())

@@ -20,7 +20,7 @@ use super::own_writes::ChildWrites;
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::labels::{COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
 
 /// A workload as read, of either kind.
@@ -123,21 +123,46 @@ pub async fn observe<S: OpenStackService>(
         .iter()
         .map(|(name, w)| (name.clone(), observed_workload::<S>(name, w)))
         .collect();
+    // The pod reads are independent quorum reads: made at once, so a pass
+    // waits for the slowest, not for their sum.
+    let rolling_sets = workloads.iter().filter_map(|(name, live)| match live {
+        LiveWorkload::StatefulSet(set)
+            if observed_workloads
+                .get(name)
+                .is_some_and(|o| !o.rollout.complete()) =>
+        {
+            Some(async move {
+                Ok::<_, Error>((name, stall::check(ctx, namespace, set, deadline).await?))
+            })
+        }
+        _ => None,
+    });
+    let job_reads = jobs.iter().map(|(suffix, job)| {
+        let mut observed = observed_job(job);
+        let details = needs_pod_details(profile, suffix, &observed, reported_check_job.as_deref());
+        async move {
+            if details {
+                let (exit_code, message) =
+                    last_pod_termination(ctx, &owner.namespace, &observed.name).await?;
+                observed.exit_code = exit_code;
+                observed.termination_message = message;
+            }
+            Ok::<_, Error>((suffix.clone(), observed))
+        }
+    });
+    let (stalls, observed_jobs) = futures::try_join!(
+        futures::future::try_join_all(rolling_sets),
+        futures::future::try_join_all(job_reads),
+    )?;
     let mut recheck_after: Option<Duration> = None;
     let mut stuck_pods = Vec::new();
-    for (name, live) in &workloads {
-        let LiveWorkload::StatefulSet(set) = live else {
-            continue;
-        };
-        let Some(observed) = observed_workloads.get_mut(name) else {
-            continue;
-        };
-        if observed.rollout.complete() {
-            continue;
-        }
-        let (stall, stuck) = stall::check(ctx, namespace, set, deadline).await?;
+    for (name, (stall, stuck)) in stalls {
         match stall {
-            Stall::Stalled => observed.stalled = true,
+            Stall::Stalled => {
+                if let Some(observed) = observed_workloads.get_mut(name) {
+                    observed.stalled = true;
+                }
+            }
             Stall::CheckIn(left) => {
                 let at = left + Duration::from_secs(1);
                 recheck_after = Some(recheck_after.map_or(at, |r| r.min(at)));
@@ -145,17 +170,7 @@ pub async fn observe<S: OpenStackService>(
         }
         stuck_pods.extend(stuck);
     }
-    let mut observed_jobs = BTreeMap::new();
-    for (suffix, job) in &jobs {
-        let mut observed = observed_job(job);
-        if needs_pod_details(profile, suffix, &observed, reported_check_job.as_deref()) {
-            let (exit_code, message) =
-                last_pod_termination(ctx, &owner.namespace, &observed.name).await?;
-            observed.exit_code = exit_code;
-            observed.termination_message = message;
-        }
-        observed_jobs.insert(suffix.clone(), observed);
-    }
+    let observed_jobs: BTreeMap<String, ObservedJob> = observed_jobs.into_iter().collect();
     let observed = Observed {
         spec: super::status::observed_spec(object, model),
         status: object.status_view(),
