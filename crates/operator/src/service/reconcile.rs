@@ -118,25 +118,11 @@ impl<S: OpenStackService> Pass<S> {
             .jobs
             .iter()
             .partition(|a| matches!(a, JobAction::Delete { .. }));
-        execute_jobs(
-            &ctx,
-            &self.children_written,
-            &owner,
-            &model,
-            &children,
-            &deletions,
-        )
-        .await?;
+        self.execute_jobs(&ctx, &owner, &model, &children, &deletions)
+            .await?;
         let reference = object.object_ref(&());
         let (replacing, _, written) = tokio::try_join!(
-            execute_jobs(
-                &ctx,
-                &self.children_written,
-                &owner,
-                &model,
-                &children,
-                &ensures
-            ),
+            self.execute_jobs(&ctx, &owner, &model, &children, &ensures),
             self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
             record_transition(
                 &ctx,
@@ -301,6 +287,65 @@ impl<S: OpenStackService> Pass<S> {
         }
         Ok(())
     }
+
+    /// Creates, replaces and deletes phase Jobs; true when a create met a Job of
+    /// the same name still on the server (the pass then looks again shortly).
+    async fn execute_jobs(
+        &self,
+        ctx: &Context,
+        owner: &Owner,
+        model: &ServiceModel,
+        children: &Children,
+        actions: &[&JobAction],
+    ) -> Result<bool> {
+        let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        let mut replacing = false;
+        for action in actions {
+            match action {
+                JobAction::Ensure {
+                    suffix,
+                    image,
+                    command,
+                    spec_hash,
+                    backoff_limit,
+                    fail_fast_exit_codes,
+                } => {
+                    let desired = render::job(
+                        owner,
+                        model,
+                        &render::JobSpec {
+                            suffix,
+                            image,
+                            command,
+                            spec_hash,
+                            backoff_limit: *backoff_limit,
+                            fail_fast_exit_codes,
+                        },
+                    )?;
+                    let live_hash = children
+                        .jobs
+                        .get(suffix)
+                        .map(|live| live.annotation(POD_SPEC_HASH));
+                    match ensure_job(&api, live_hash, &desired).await? {
+                        JobEnsured::Unchanged => {}
+                        JobEnsured::Created(job) => {
+                            self.children_written.jobs.remember(cached_form(&job)?)
+                        }
+                        JobEnsured::Replacing => {
+                            tracing::debug!(name = %owner.name, namespace = %owner.namespace, suffix, "a Job of that name is still on the server; looking again shortly");
+                            replacing = true;
+                        }
+                    }
+                }
+                JobAction::Delete { suffix } => {
+                    let name = owner.job_name(suffix);
+                    self.children_written.jobs.forget(&owner.namespace, &name);
+                    delete_background(&api, &name).await?;
+                }
+            }
+        }
+        Ok(replacing)
+    }
 }
 
 /// The rendering hash a desired object carries.
@@ -357,63 +402,6 @@ async fn replace_stuck_pods(
         );
     }
     Ok(())
-}
-
-/// Creates, replaces and deletes phase Jobs; true when a create met a Job of
-/// the same name still on the server (the pass then looks again shortly).
-async fn execute_jobs(
-    ctx: &Context,
-    written: &ChildWrites,
-    owner: &Owner,
-    model: &ServiceModel,
-    children: &Children,
-    actions: &[&JobAction],
-) -> Result<bool> {
-    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    let mut replacing = false;
-    for action in actions {
-        match action {
-            JobAction::Ensure {
-                suffix,
-                image,
-                command,
-                spec_hash,
-                backoff_limit,
-                fail_fast_exit_codes,
-            } => {
-                let desired = render::job(
-                    owner,
-                    model,
-                    &render::JobSpec {
-                        suffix,
-                        image,
-                        command,
-                        spec_hash,
-                        backoff_limit: *backoff_limit,
-                        fail_fast_exit_codes,
-                    },
-                )?;
-                let live_hash = children
-                    .jobs
-                    .get(suffix)
-                    .map(|live| live.annotation(POD_SPEC_HASH));
-                match ensure_job(&api, live_hash, &desired).await? {
-                    JobEnsured::Unchanged => {}
-                    JobEnsured::Created(job) => written.jobs.remember(cached_form(&job)?),
-                    JobEnsured::Replacing => {
-                        tracing::debug!(name = %owner.name, namespace = %owner.namespace, suffix, "a Job of that name is still on the server; looking again shortly");
-                        replacing = true;
-                    }
-                }
-            }
-            JobAction::Delete { suffix } => {
-                let name = owner.job_name(suffix);
-                written.jobs.forget(&owner.namespace, &name);
-                delete_background(&api, &name).await?;
-            }
-        }
-    }
-    Ok(replacing)
 }
 
 /// Writes the decided status when it differs from the stored one, with the
