@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds one virtualenv image root for the process kubelet:
-#   build-venv.sh <dest> <python> <package==version>...
+#   build-venv.sh <dest> <python> [--module <file.py>]... <package==version>...
+# Each --module file (the project's own Python, e.g. a test volume driver) is
+# copied into the virtualenv's site-packages after the packages are installed.
 # The virtualenv is created at /opt/venv inside a bubblewrap sandbox whose
 # /opt/venv is <dest>, so its scripts' shebangs name the path pods see. Built
 # with Debian's python (a Python under root's 0700 home cannot run as non-root),
@@ -10,6 +12,11 @@ set -euo pipefail
 dest=$1
 python=$2
 shift 2
+modules=()
+while [ "${1:-}" = "--module" ]; do
+  modules+=("$2")
+  shift 2
+done
 mkdir -p "$(dirname "$dest")"
 exec 9>"$dest.lock"
 flock 9
@@ -36,6 +43,11 @@ echo "image build: virtualenv with $python at $dest" >&2
 bwrap "${args[@]}" -- "$python" -m venv /opt/venv
 echo "image build: pip install $*" >&2
 bwrap "${args[@]}" -- /opt/venv/bin/python -m pip install --no-input --progress-bar off "$@" >&2
+if [ "${#modules[@]}" -gt 0 ]; then
+  site=$(bwrap "${args[@]}" -- /opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "image build: adding ${modules[*]}" >&2
+  cp "${modules[@]}" "$tmp${site#/opt/venv}/"
+fi
 chmod -R a+rX "$tmp"
 touch "$tmp/.built"
 rm -rf "$dest"

@@ -75,7 +75,7 @@ async fn a_stopped_database_fails_the_expand_job_and_the_documented_recovery_com
         h.name(),
         NAME,
         CinderLoadOptions {
-            backups: false,
+            backup_every: None,
             ..CinderLoadOptions::default()
         },
     )

@@ -253,7 +253,10 @@ fn edits_in_v1alpha1_win_over_the_carried_order() {
 #[test]
 fn fields_only_v1beta1_has_travel_in_the_annotation() {
     let mut beta = beta(
-        beta_spec(json!([{"name": "lvm", "privileged": true}, {"name": "nfs"}])),
+        beta_spec(json!([
+            {"name": "lvm", "privileged": true},
+            {"name": "nfs", "storageVolumeClaim": "nfs-files"},
+        ])),
         None,
         None,
     );
@@ -278,6 +281,7 @@ fn fields_only_v1beta1_has_travel_in_the_annotation() {
         record,
         json!({
             "privilegedBackends": ["lvm"],
+            "storageVolumeClaims": {"nfs": "nfs-files"},
             "secretOptions": [{
                 "section": "keystone_authtoken", "option": "password",
                 "secretName": "cinder-keystone", "key": "password",
@@ -287,17 +291,23 @@ fn fields_only_v1beta1_has_travel_in_the_annotation() {
     );
     assert_eq!(converted(&alpha, V1BETA1), beta);
 
-    // A back end removed in v1alpha1 loses its privilege; one that stays keeps it.
+    // A back end removed in v1alpha1 loses its privilege and claim; one that stays keeps them.
     let mut edited = alpha.clone();
     edited["spec"]["volumes"] = json!({"nfs": {"replicas": 2}, "lvm": {"replicas": 3}});
     let back = converted(&edited, V1BETA1);
     assert_eq!(
         back["spec"]["volumeBackends"],
-        json!([{"name": "lvm", "replicas": 3, "privileged": true}, {"name": "nfs", "replicas": 2}])
+        json!([
+            {"name": "lvm", "replicas": 3, "privileged": true},
+            {"name": "nfs", "replicas": 2, "storageVolumeClaim": "nfs-files"},
+        ])
     );
-    edited["spec"]["volumes"] = json!({"nfs": {}});
+    edited["spec"]["volumes"] = json!({"lvm": {}});
     let back = converted(&edited, V1BETA1);
-    assert_eq!(back["spec"]["volumeBackends"], json!([{"name": "nfs"}]));
+    assert_eq!(
+        back["spec"]["volumeBackends"],
+        json!([{"name": "lvm", "privileged": true}])
+    );
     assert_eq!(back["spec"]["secretOptions"], beta["spec"]["secretOptions"]);
 }
 
@@ -557,12 +567,16 @@ fn backup() -> impl Strategy<Value = BackupSpec> {
         option::of(any::<i32>()),
         resources(),
         option::of("[a-z]{1,8}"),
+        any::<bool>(),
     )
-        .prop_map(|(replicas, resources, posix_volume_claim)| BackupSpec {
-            replicas,
-            resources,
-            posix_volume_claim,
-        })
+        .prop_map(
+            |(replicas, resources, posix_volume_claim, privileged)| BackupSpec {
+                replicas,
+                resources,
+                posix_volume_claim,
+                privileged,
+            },
+        )
 }
 
 fn secret() -> impl Strategy<Value = SecretKeyRef> {
@@ -726,14 +740,18 @@ fn beta_backends() -> impl Strategy<Value = Vec<v1beta1::VolumeBackend>> {
         resources(),
         options(),
         any::<bool>(),
+        option::of(text()),
     )
         .prop_map(
-            |(name, replicas, resources, options, privileged)| v1beta1::VolumeBackend {
-                name,
-                replicas,
-                resources,
-                options,
-                privileged,
+            |(name, replicas, resources, options, privileged, storage_volume_claim)| {
+                v1beta1::VolumeBackend {
+                    name,
+                    replicas,
+                    resources,
+                    options,
+                    privileged,
+                    storage_volume_claim,
+                }
             },
         );
     vec(backend, 0..6)

@@ -16,6 +16,12 @@ anything else, with a one-line reason on stderr, means not ready.
       The value @hostname stands for this container's host name (the pod's
       name, which services register by default). The database URL is
       [database] connection, from OS_DATABASE__CONNECTION.
+  heartbeats <table> <max-age-seconds> <counter> <state-file> <column>=<value>...
+      As heartbeat, and the row's <counter> column grew since this
+      container's first look at it (remembered in <state-file>, which must
+      live as long as the pod): a row a service writes as it starts (Cinder
+      registers, or records its new versions, before its manager works) is
+      not a heartbeat; only the periodic report a working service sends is.
 """
 
 import datetime
@@ -57,7 +63,8 @@ def container_started_at():
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).replace(tzinfo=None)
 
 
-def check_heartbeat(table, max_age, filters):
+def check_heartbeat(table, max_age, filters, counted=None):
+    """`counted`: (counter column, state file) for the `heartbeats` check."""
     import sqlalchemy
 
     url = os.environ.get("OS_DATABASE__CONNECTION")
@@ -65,30 +72,57 @@ def check_heartbeat(table, max_age, filters):
         fail("OS_DATABASE__CONNECTION is not set")
     columns = dict(f.split("=", 1) for f in filters)
     columns = {c: socket.gethostname() if v == "@hostname" else v for c, v in columns.items()}
-    for name in [table, *columns]:
+    counter = counted[0] if counted else None
+    for name in [table, *columns, *([counter] if counter else [])]:
         if not IDENTIFIER.match(name):
             fail("not an identifier: %r" % name)
     # Built with SQLAlchemy's constructs so each dialect quotes the names
     # (`binary` is a reserved word in MySQL).
     # Typed timestamps: drivers that return text (SQLite) are parsed too.
     stamps = [sqlalchemy.column(c, sqlalchemy.DateTime) for c in ["updated_at", "created_at"]]
-    rows = sqlalchemy.table(table, *stamps, *(sqlalchemy.column(c) for c in columns))
-    query = sqlalchemy.select(
-        sqlalchemy.func.max(sqlalchemy.func.coalesce(rows.c.updated_at, rows.c.created_at))
-    ).where(*(rows.c[c] == v for c, v in columns.items()))
+    extra = [sqlalchemy.column(counter, sqlalchemy.Integer)] if counter else []
+    rows = sqlalchemy.table(table, *stamps, *extra, *(sqlalchemy.column(c) for c in columns))
+    written = sqlalchemy.func.coalesce(rows.c.updated_at, rows.c.created_at)
+    query = (
+        sqlalchemy.select(written, *(rows.c[counter] for _ in extra))
+        .where(*(rows.c[c] == v for c, v in columns.items()))
+        .order_by(written.desc())
+        .limit(1)
+    )
     engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
     try:
         with engine.connect() as connection:
-            seen = connection.execute(query).scalar()
+            row = connection.execute(query).first()
     except Exception as error:  # any driver's error: not ready, say which
         fail("reading %s: %s: %s" % (table, error.__class__.__name__, str(error).splitlines()[0][:200]))
-    if seen is None:
+    if row is None or row[0] is None:
         fail("no %s row for %s" % (table, filters))
+    seen = row[0]
+    started = container_started_at()
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    if seen < container_started_at():
+    if seen < started:
         fail("last heartbeat %s is older than this container" % seen)
     if (now - seen).total_seconds() > float(max_age):
         fail("last heartbeat %s is older than %ss" % (seen, max_age))
+    if counted:
+        check_counter_grew(counter, row[1], counted[1], started)
+
+
+def check_counter_grew(counter, count, state_file, started):
+    """The counter grew since this container's first look at it: a row written
+    at start-up (a service registering itself) is not yet a heartbeat."""
+    this_container = started.isoformat()
+    try:
+        with open(state_file) as state:
+            recorded_for, recorded = state.read().split()
+    except (OSError, ValueError):
+        recorded_for, recorded = None, None
+    if recorded_for != this_container:
+        with open(state_file, "w") as state:
+            state.write("%s %d\n" % (this_container, count or 0))
+        fail("%s is %s at the first look; waiting for a heartbeat" % (counter, count))
+    if (count or 0) <= int(recorded):
+        fail("no heartbeat since start-up (%s still %s)" % (counter, count))
 
 
 def main(argv):
@@ -96,8 +130,13 @@ def main(argv):
         check_http(*argv[1:])
     elif len(argv) >= 4 and argv[0] == "heartbeat":
         check_heartbeat(argv[1], argv[2], argv[3:])
+    elif len(argv) >= 6 and argv[0] == "heartbeats":
+        check_heartbeat(argv[1], argv[2], argv[5:], counted=(argv[3], argv[4]))
     else:
-        fail("usage: http <port> <path> | heartbeat <table> <max-age> <column>=<value>...")
+        fail(
+            "usage: http <port> <path> | heartbeat <table> <max-age> <column>=<value>... | "
+            "heartbeats <table> <max-age> <counter> <state-file> <column>=<value>..."
+        )
 
 
 if __name__ == "__main__":

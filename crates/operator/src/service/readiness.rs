@@ -61,16 +61,58 @@ pub fn heartbeat(
     max_age_seconds: u32,
     filters: &[(&str, &str)],
 ) -> Readiness {
-    let mut args = vec![
-        "heartbeat".to_string(),
-        table.to_string(),
-        max_age_seconds.to_string(),
-    ];
-    args.extend(
-        filters
-            .iter()
-            .map(|(column, value)| format!("{column}={value}")),
-    );
+    row_check(
+        config_dir,
+        "heartbeat",
+        table,
+        max_age_seconds,
+        &[],
+        filters,
+    )
+}
+
+/// As [`heartbeat`], and the row's `counter` column grew since the
+/// container's first check, remembered in `state_file` (on a volume that
+/// lives as long as the pod): for a service that writes its row as it starts,
+/// before it works (Cinder: a volume service whose driver cannot initialise
+/// registers, then sends no heartbeat).
+pub fn heartbeats(
+    config_dir: &str,
+    table: &str,
+    max_age_seconds: u32,
+    counter: &str,
+    state_file: &str,
+    filters: &[(&str, &str)],
+) -> Readiness {
+    let counted = [counter, state_file];
+    row_check(
+        config_dir,
+        "heartbeats",
+        table,
+        max_age_seconds,
+        &counted,
+        filters,
+    )
+}
+
+fn row_check(
+    config_dir: &str,
+    kind: &str,
+    table: &str,
+    max_age_seconds: u32,
+    options: &[&str],
+    filters: &[(&str, &str)],
+) -> Readiness {
+    let max_age = max_age_seconds.to_string();
+    let args = [kind, table, &max_age]
+        .into_iter()
+        .chain(options.iter().copied())
+        .map(str::to_string)
+        .chain(
+            filters
+                .iter()
+                .map(|(column, value)| format!("{column}={value}")),
+        );
     Readiness {
         command: command(config_dir, args),
         period_seconds: 10,
@@ -154,75 +196,135 @@ mod tests {
         assert!(!ready && why.contains("POST /v3/ answered 500"), "{why}");
     }
 
-    /// Runs the script's heartbeat check with the Cinder image's Python (it
-    /// carries SQLAlchemy) against a SQLite `services` table holding `rows`
-    /// (host, seconds since the heartbeat), filtered on this host's name. In a
-    /// fresh PID namespace when `fresh_container`, so the check's container
-    /// starts now. Exit status and stderr.
+    /// A SQLite `services` table (host, timestamps, report count) and the
+    /// script beside it, in a directory of their own.
+    struct HeartbeatDb {
+        dir: std::path::PathBuf,
+    }
+
+    impl HeartbeatDb {
+        /// The table holding `rows`: (host, seconds since the heartbeat, report count).
+        fn with(rows: &[(&str, u32, u32)]) -> HeartbeatDb {
+            static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("ratchet-heartbeat-{}-{run}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("dir");
+            std::fs::write(dir.join(SCRIPT_FILE), SCRIPT).expect("script");
+            let db = HeartbeatDb { dir };
+            db.exec("CREATE TABLE services (host TEXT, updated_at DATETIME, created_at DATETIME, report_count INTEGER);");
+            for (host, age, count) in rows {
+                db.exec(&format!(
+                    "INSERT INTO services VALUES ('{host}', datetime('now', '-{age} seconds'), NULL, {count});"
+                ));
+            }
+            db
+        }
+
+        fn exec(&self, sql: &str) {
+            let done = Command::new("/usr/bin/python3.11")
+                .args([
+                    "-c",
+                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()",
+                ])
+                .arg(self.dir.join("cinder.db"))
+                .arg(sql)
+                .status()
+                .expect("python3.11 runs");
+            assert!(done.success());
+        }
+
+        /// Runs the script with the Cinder image's Python (it carries
+        /// SQLAlchemy) and `args` after the check's name, filtered on this
+        /// host's name; in a fresh PID namespace when `fresh_container`, so
+        /// the check's container starts now. `url` replaces the database's.
+        /// Exit status and stderr.
+        fn check(&self, args: &[&str], url: Option<&str>, fresh_container: bool) -> (bool, String) {
+            let catalogue =
+                ratchet_testenv::process_kubelet::images::Catalogue::load().expect("the catalogue");
+            let image = catalogue
+                .resolve("ratchet.test/cinder:2026.2")
+                .unwrap_or_else(|e| panic!("the Cinder image builds: {}", e.0));
+            let python = image.venv.expect("a venv image").join("bin/python3");
+            let mut command = if fresh_container {
+                let mut c = Command::new("/usr/bin/unshare");
+                c.args(["--pid", "--fork", "--mount-proc"]).arg(&python);
+                c
+            } else {
+                Command::new(&python)
+            };
+            command
+                .arg(self.dir.join(SCRIPT_FILE))
+                .args(args)
+                .arg("host=@hostname")
+                .env_remove("OS_DATABASE__CONNECTION");
+            let own = format!("sqlite:///{}", self.dir.join("cinder.db").display());
+            let url = url.unwrap_or(&own);
+            if !url.is_empty() {
+                command.env("OS_DATABASE__CONNECTION", url);
+            }
+            let output = command.output().expect("the check runs");
+            (
+                output.status.success(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        }
+    }
+
+    impl Drop for HeartbeatDb {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// The `heartbeat` check over a table holding `rows` (host, age).
     fn heartbeat_check(
         url: Option<&str>,
         rows: &[(&str, u32)],
         fresh_container: bool,
     ) -> (bool, String) {
-        let catalogue =
-            ratchet_testenv::process_kubelet::images::Catalogue::load().expect("the catalogue");
-        let image = catalogue
-            .resolve("ratchet.test/cinder:2026.2")
-            .unwrap_or_else(|e| panic!("the Cinder image builds: {}", e.0));
-        let python = image.venv.expect("a venv image").join("bin/python3");
-        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("ratchet-heartbeat-{}-{run}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let db = dir.join("cinder.db");
-        let script = dir.join(SCRIPT_FILE);
-        std::fs::write(&script, SCRIPT).expect("script");
-        let mut sql = String::from(
-            "CREATE TABLE services (host TEXT, updated_at DATETIME, created_at DATETIME);",
+        let rows: Vec<(&str, u32, u32)> = rows.iter().map(|(h, age)| (*h, *age, 0)).collect();
+        HeartbeatDb::with(&rows).check(&["heartbeat", "services", "60"], url, fresh_container)
+    }
+
+    fn this_host() -> String {
+        let this = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+        this.trim().to_string()
+    }
+
+    #[test]
+    fn the_counted_heartbeat_check_waits_for_a_report_after_the_first_look() {
+        let this = this_host();
+        let db = HeartbeatDb::with(&[(&this, 5, 7)]);
+        let state = db.dir.join("state");
+        let state = state.to_str().expect("a UTF-8 path");
+        let args = ["heartbeats", "services", "60", "report_count", state];
+        // Written since the start, but maybe only registered: not yet.
+        let (ready, why) = db.check(&args, None, false);
+        assert!(
+            !ready && why.contains("report_count is 7 at the first look"),
+            "{why}"
         );
-        for (host, age) in rows {
-            sql.push_str(&format!(
-                "INSERT INTO services VALUES ('{host}', datetime('now', '-{age} seconds'), NULL);"
-            ));
-        }
-        let created = Command::new("/usr/bin/python3.11")
-            .args([
-                "-c",
-                "import sqlite3, sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])",
-            ])
-            .arg(&db)
-            .arg(&sql)
-            .status()
-            .expect("python3.11 runs");
-        assert!(created.success());
-        let mut command = if fresh_container {
-            let mut c = Command::new("/usr/bin/unshare");
-            c.args(["--pid", "--fork", "--mount-proc"]).arg(&python);
-            c
-        } else {
-            Command::new(&python)
-        };
-        command
-            .arg(&script)
-            .args(["heartbeat", "services", "60", "host=@hostname"])
-            .env_remove("OS_DATABASE__CONNECTION");
-        let url = url.map_or_else(|| format!("sqlite:///{}", db.display()), str::to_string);
-        if !url.is_empty() {
-            command.env("OS_DATABASE__CONNECTION", url);
-        }
-        let output = command.output().expect("the check runs");
-        let _ = std::fs::remove_dir_all(&dir);
-        (
-            output.status.success(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        let (ready, why) = db.check(&args, None, false);
+        assert!(
+            !ready && why.contains("no heartbeat since start-up (report_count still 7)"),
+            "{why}"
+        );
+        db.exec("UPDATE services SET report_count = 8, updated_at = datetime('now');");
+        assert_eq!(db.check(&args, None, false), (true, String::new()));
+        // A restarted container looks afresh: its predecessor's count does not carry.
+        std::fs::write(state, "2000-01-01T00:00:00 0\n").expect("state");
+        let (ready, why) = db.check(&args, None, false);
+        assert!(
+            !ready && why.contains("report_count is 8 at the first look"),
+            "{why}"
+        );
     }
 
     #[test]
     fn the_heartbeat_check_passes_a_fresh_row_of_this_host_written_since_the_start_only() {
-        let this = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
-        let this = this.trim();
+        let this = this_host();
+        let this = this.as_str();
         assert_eq!(
             heartbeat_check(None, &[(this, 5), ("other", 0)], false),
             (true, String::new())

@@ -18,6 +18,8 @@ use ratchet_operator::service::status::config_refusals;
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
 /// Where the posix backup driver writes, the backup claim's mount.
 pub const BACKUP_POSIX_PATH: &str = "/var/lib/cinder/backup";
+/// Where a back end's `storageVolumeClaim` is mounted, under the back end's name.
+pub const BACKEND_STORAGE_PATH: &str = "/var/lib/cinder/backends";
 const POSIX_BACKUP_DRIVER: &str = "cinder.backup.drivers.posix.PosixBackupDriver";
 
 /// `[DEFAULT] host`: each scheduler and backup pod registers under its own

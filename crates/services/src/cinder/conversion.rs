@@ -7,13 +7,14 @@
 //! - [`V1BETA1_ANNOTATION`], on a v1alpha1 object: the order of `volumeBackends` when
 //!   it is not sorted by name, back ends whose name repeats an earlier one's, the fields
 //!   only v1beta1 has (`secretOptions`, `securityContext`, which back ends are
-//!   `privileged`), and fields of the v1beta1 object that this code does not know.
+//!   `privileged`, each back end's `storageVolumeClaim`), and fields of the v1beta1 object that this code does not know.
 //! - [`V1ALPHA1_ANNOTATION`], on a v1beta1 object: fields of the v1alpha1 object that
 //!   this code does not know.
 //!
 //! Converting back consumes the annotation. Edits made in the other version win: the
 //! carried order applies to the back ends that still exist, a repeated back end comes
-//! back only while a back end of its name exists, so does a back end's `privileged`,
+//! back only while a back end of its name exists, so do a back end's `privileged` and
+//! `storageVolumeClaim`,
 //! and unknown fields are only added
 //! (to a list item only while the item is unchanged). A value under one of these keys
 //! that is not such a record (somebody's own annotation) is carried like any other.
@@ -243,7 +244,7 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
         secret_options,
         security_context,
     } = spec;
-    let (volumes, order, privileged_backends) = list_to_backends(volume_backends);
+    let (volumes, order, extras) = list_to_backends(volume_backends);
     let spec = v1alpha1::CinderSpec {
         open_stack_release: open_stack_release.clone(),
         image: ImageSpec {
@@ -262,7 +263,8 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
     };
     let only = V1beta1Only {
         volume_backends: order,
-        privileged_backends,
+        privileged_backends: extras.privileged,
+        storage_volume_claims: extras.storage_volume_claims,
         secret_options: secret_options.clone(),
         security_context: security_context.clone(),
         ..V1beta1Only::default()
@@ -272,7 +274,8 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
 
 /// The list in the carried order: back ends the order names, while they exist; carried
 /// repeats, while a back end of their name exists; then the rest by name. The back ends
-/// the record names privileged are, while they exist.
+/// the record names privileged, and the claims it carries, apply while their back ends
+/// exist.
 fn backends_to_list(
     volumes: &BTreeMap<String, v1alpha1::VolumeBackendSpec>,
     carried: &V1beta1Only,
@@ -280,8 +283,11 @@ fn backends_to_list(
     let mut placed = BTreeSet::new();
     let mut list = Vec::with_capacity(volumes.len());
     let to_beta = |name: &str, backend| {
-        let privileged = carried.privileged_backends.iter().any(|p| p == name);
-        backend_to_beta(name, backend, privileged)
+        let extras = BackendExtras {
+            privileged: carried.privileged_backends.iter().any(|p| p == name),
+            storage_volume_claim: carried.storage_volume_claims.get(name).cloned(),
+        };
+        backend_to_beta(name, backend, extras)
     };
     for slot in &carried.volume_backends {
         match slot {
@@ -309,17 +315,17 @@ fn backends_to_list(
 }
 
 /// The map (the first back end of a name wins), the order to rebuild the list, and the
-/// names of the map's privileged back ends (a repeat carries its own).
+/// v1beta1-only fields of the map's back ends (a repeat carries its own).
 fn list_to_backends(
     list: &[v1beta1::VolumeBackend],
 ) -> (
     BTreeMap<String, v1alpha1::VolumeBackendSpec>,
     Vec<BackendSlot>,
-    Vec<String>,
+    CarriedExtras,
 ) {
     let mut volumes = BTreeMap::new();
     let mut order = Vec::new();
-    let mut privileged_backends = Vec::new();
+    let mut extras = CarriedExtras::default();
     for backend in list {
         if volumes.contains_key(&backend.name) {
             order.push(BackendSlot::Repeat(backend.clone()));
@@ -330,9 +336,15 @@ fn list_to_backends(
                 resources,
                 options,
                 privileged,
+                storage_volume_claim,
             } = backend;
             if *privileged {
-                privileged_backends.push(name.clone());
+                extras.privileged.push(name.clone());
+            }
+            if let Some(claim) = storage_volume_claim {
+                extras
+                    .storage_volume_claims
+                    .insert(name.clone(), claim.clone());
             }
             volumes.insert(
                 name.clone(),
@@ -348,13 +360,26 @@ fn list_to_backends(
     if list.windows(2).all(|pair| pair[0].name < pair[1].name) {
         order.clear();
     }
-    (volumes, order, privileged_backends)
+    (volumes, order, extras)
+}
+
+/// The v1beta1-only fields of the back ends of the map, by back-end name.
+#[derive(Default)]
+struct CarriedExtras {
+    privileged: Vec<String>,
+    storage_volume_claims: BTreeMap<String, String>,
+}
+
+/// The v1beta1-only fields of one back end.
+struct BackendExtras {
+    privileged: bool,
+    storage_volume_claim: Option<String>,
 }
 
 fn backend_to_beta(
     name: &str,
     backend: &v1alpha1::VolumeBackendSpec,
-    privileged: bool,
+    extras: BackendExtras,
 ) -> v1beta1::VolumeBackend {
     let v1alpha1::VolumeBackendSpec {
         replicas,
@@ -366,7 +391,8 @@ fn backend_to_beta(
         replicas: *replicas,
         resources: resources.clone(),
         options: options.clone(),
-        privileged,
+        privileged: extras.privileged,
+        storage_volume_claim: extras.storage_volume_claim,
     }
 }
 
@@ -503,6 +529,9 @@ struct V1beta1Only {
     /// The names of the back ends of the map that are `privileged`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     privileged_backends: Vec<String>,
+    /// The `storageVolumeClaim` of each back end of the map that has one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    storage_volume_claims: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     secret_options: Vec<SecretOption>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -517,6 +546,7 @@ impl Carried for V1beta1Only {
     fn is_empty(&self) -> bool {
         self.volume_backends.is_empty()
             && self.privileged_backends.is_empty()
+            && self.storage_volume_claims.is_empty()
             && self.secret_options.is_empty()
             && self.security_context.is_none()
             && self.unknown_fields.is_none()

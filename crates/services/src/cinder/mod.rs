@@ -77,7 +77,7 @@ impl OpenStackService for Cinder {
     fn real_example(name: &str, release: &str, repository: &str) -> Option<Example> {
         Some(Example {
             manifest: crate::cinder::resource::real_example_manifest(name, release, repository),
-            shape: "2 APIs, 2 schedulers, 2 back ends (cinder's fake driver), backup".into(),
+            shape: "2 APIs, 2 schedulers, 2 back ends (sparse files on claims), backup".into(),
         })
     }
 
@@ -137,6 +137,11 @@ impl OpenStackService for Cinder {
                 "spec.volumeBackends[{name:?}].privileged: its cinder-volume pods run as root, privileged, with privilege escalation allowed"
             ))
             .collect();
+        if self.spec.backup.privileged && config::backup_replicas(&self.spec) > 0 {
+            warnings.push(
+                "spec.backup.privileged: its cinder-backup pods run as root, privileged, with privilege escalation allowed".to_string(),
+            );
+        }
         warnings.extend(shared_host_warnings(self));
         warnings
     }

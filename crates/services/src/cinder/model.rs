@@ -17,6 +17,10 @@ use ratchet_operator::service::secret_options;
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
 pub const CONFIG_FILE: &str = "cinder.conf";
 pub const API_PORT: i32 = 8776;
+/// Each pod's own state directory (an emptyDir living as long as the pod).
+const STATE_DIR: &str = "/var/lib/cinder";
+/// Where a worker's readiness check remembers the report count it first saw.
+const READINESS_STATE_FILE: &str = "/var/lib/cinder/ratchet-readiness-heartbeat";
 
 /// A Cinder workload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,6 +121,26 @@ pub fn privileged(cinder: &Cinder, name: &str) -> bool {
         .is_some_and(|v| v.privileged)
 }
 
+/// The storage claims of the back ends `which` selects, each with where it is
+/// mounted (the first back end of a repeated name wins, as in `cinder.conf`).
+fn storage_claims<'a>(
+    cinder: &'a Cinder,
+    which: impl Fn(&str) -> bool + 'a,
+) -> impl Iterator<Item = (String, String)> + 'a {
+    volume_names(cinder)
+        .into_iter()
+        .filter(move |name| which(name))
+        .filter_map(|name| {
+            let backend = cinder
+                .spec
+                .volume_backends
+                .iter()
+                .find(|v| v.name == name)?;
+            let claim = backend.storage_volume_claim.clone()?;
+            Some((claim, format!("{}/{name}", config::BACKEND_STORAGE_PATH)))
+        })
+}
+
 /// The workloads a Cinder asks for, in roll order.
 pub fn roles(cinder: &Cinder) -> Vec<Role> {
     let mut roles = vec![Role::Scheduler];
@@ -151,18 +175,28 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         // A service heartbeats every report_interval (10 s) while it works (a
         // volume service only once its driver is initialised); its row counts
         // as down after service_down_time (60 s).
-        Some(host) => readiness::heartbeat(
+        // Counted: a service writes its row as it starts, before its manager
+        // works (a volume service whose driver fails to initialise never
+        // heartbeats, yet its registration is fresh).
+        Some(host) => readiness::heartbeats(
             CONFIG_DIR,
             "services",
             60,
+            "report_count",
+            READINESS_STATE_FILE,
             &[("binary", role.binary()), ("host", &host), ("deleted", "0")],
         ),
         None => readiness::api(CONFIG_DIR, API_PORT, "/v3/"),
     };
-    let claims = match (role, &spec.backup.posix_volume_claim) {
-        (Role::Backup, Some(claim)) => {
-            vec![(claim.clone(), config::BACKUP_POSIX_PATH.to_string())]
-        }
+    let claims = match role {
+        Role::Backup => spec
+            .backup
+            .posix_volume_claim
+            .iter()
+            .map(|claim| (claim.clone(), config::BACKUP_POSIX_PATH.to_string()))
+            .chain(storage_claims(cinder, |_| true))
+            .collect(),
+        Role::Volume(backend) => storage_claims(cinder, |name| name == backend).collect(),
         _ => Vec::new(),
     };
     WorkloadModel {
@@ -180,7 +214,11 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         pre_stop_sleep_seconds: (*role == Role::Api).then_some(API_DRAIN_SECONDS),
         // A stopping scheduler, volume or backup service finishes what it took.
         termination_grace_seconds: (*role != Role::Api).then_some(OSLO_SHUTDOWN_GRACE_SECONDS),
-        privileged: matches!(role, Role::Volume(backend) if privileged(cinder, backend)),
+        privileged: match role {
+            Role::Volume(backend) => privileged(cinder, backend),
+            Role::Backup => spec.backup.privileged,
+            Role::Api | Role::Scheduler => false,
+        },
     }
 }
 
@@ -198,7 +236,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             readiness::script(),
         ],
         scratch_dirs: Vec::new(),
-        state_dir: "/var/lib/cinder",
+        state_dir: STATE_DIR,
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
@@ -436,6 +474,53 @@ mod tests {
     }
 
     #[test]
+    fn only_what_opted_in_is_privileged() {
+        let privileged = |cinder: &Cinder| -> Vec<String> {
+            model(cinder, "c")
+                .workloads
+                .into_iter()
+                .filter(|w| w.privileged)
+                .map(|w| w.name)
+                .collect()
+        };
+        assert_eq!(privileged(&cinder(json!({}))), ["c-volume-lvm"]);
+        let backup = cinder(json!({ "backup": { "posixVolumeClaim": "b", "privileged": true } }));
+        assert_eq!(privileged(&backup), ["c-volume-lvm", "c-backup"]);
+    }
+
+    #[test]
+    fn a_back_ends_storage_is_mounted_in_its_volume_pods_and_every_backup_pod() {
+        let mut cinder = cinder(json!({ "backup": { "posixVolumeClaim": "backups" } }));
+        cinder.spec.volume_backends[1].storage_volume_claim = Some("nfs-files".into());
+        let model = model(&cinder, "c");
+        let claims: Vec<(&str, Vec<(String, String)>)> = model
+            .workloads
+            .iter()
+            .map(|w| (w.name.as_str(), w.claims.clone()))
+            .collect();
+        let claim = |name: &str, path: &str| (name.to_string(), path.to_string());
+        assert_eq!(
+            claims,
+            [
+                ("c-scheduler", vec![]),
+                ("c-volume-lvm", vec![]),
+                (
+                    "c-volume-nfs",
+                    vec![claim("nfs-files", "/var/lib/cinder/backends/nfs")]
+                ),
+                (
+                    "c-backup",
+                    vec![
+                        claim("backups", "/var/lib/cinder/backup"),
+                        claim("nfs-files", "/var/lib/cinder/backends/nfs"),
+                    ]
+                ),
+                ("c", vec![]),
+            ]
+        );
+    }
+
+    #[test]
     fn every_workload_has_a_readiness_check_of_its_own_service() {
         let model = model(
             &cinder(json!({ "backup": { "posixVolumeClaim": "backups" } })),
@@ -447,7 +532,9 @@ mod tests {
             .map(|w| (w.name.as_str(), w.readiness.command[2..].join(" ")))
             .collect();
         let heartbeat = |binary: &str, host: &str| {
-            format!("heartbeat services 60 binary={binary} host={host} deleted=0")
+            format!(
+                "heartbeats services 60 report_count /var/lib/cinder/ratchet-readiness-heartbeat binary={binary} host={host} deleted=0"
+            )
         };
         assert_eq!(
             checks,

@@ -1,7 +1,7 @@
 //! The Cinder resource across its API versions: the CRD serving both, the
 //! types both versions share, and example manifests.
 
-use super::{conversion, v1alpha1, v1beta1};
+use super::{config, conversion, model, v1alpha1, v1beta1};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
@@ -96,12 +96,28 @@ pub fn example_manifest(
 /// is not (it needs no device, no root and no rootwrap).
 pub const FAKE_DRIVER: &str = "cinder.tests.fake_driver.FakeLoggingVolumeDriver";
 
+/// The test images' own volume driver (`testenv/images/python/ratchet_file_volume.py`):
+/// volumes are sparse files on the back end's storage claim, which an unprivileged
+/// cinder-backup can read, so backups work end to end.
+pub const FILE_DRIVER: &str = "ratchet_file_volume.FileVolumeDriver";
+
 /// The example as the real tests and `ratchet demo --real` run it: 2 API and 2
-/// scheduler replicas, two back ends on [`FAKE_DRIVER`], backups as files on
-/// the claim `cinder-backups`, the Secrets `cinder-db` (`connection`) and
-/// `cinder-mq` (`url`), and the noauth pipeline (no Keystone resource exists).
+/// scheduler replicas, two back ends on [`FILE_DRIVER`] (each on its claim
+/// `cinder-<back end>`), backups as files on the claim `cinder-backups` by a
+/// privileged backup service, the
+/// Secrets `cinder-db` (`connection`) and `cinder-mq` (`url`), and the noauth
+/// pipeline (no Keystone resource exists).
 pub fn real_example_manifest(name: &str, release: &str, repository: &str) -> serde_json::Value {
-    let backend = |name: &str| serde_json::json!({ "name": name, "options": { "volume_driver": FAKE_DRIVER } });
+    let backend = |backend: &str| {
+        serde_json::json!({
+            "name": backend,
+            "storageVolumeClaim": format!("cinder-{backend}"),
+            "options": {
+                "volume_driver": FILE_DRIVER,
+                "file_volume_directory": format!("{}/{backend}", config::BACKEND_STORAGE_PATH),
+            },
+        })
+    };
     serde_json::json!({
         "apiVersion": conversion::V1BETA1,
         "kind": "Cinder",
@@ -113,9 +129,17 @@ pub fn real_example_manifest(name: &str, release: &str, repository: &str) -> ser
             "transport": { "secretName": "cinder-mq", "key": "url" },
             "api": { "replicas": 2 },
             "scheduler": { "replicas": 2 },
-            "backup": { "posixVolumeClaim": "cinder-backups" },
-            "volumeBackends": [backend("fake-a"), backend("fake-b")],
-            "extraConfig": { "DEFAULT": { "auth_strategy": "noauth" } },
+            // Privileged: os-brick starts oslo.privsep's helper for every
+            // backup. The images have no sudo nor rootwrap configuration;
+            // a root container starts the helper itself.
+            "backup": { "posixVolumeClaim": "cinder-backups", "privileged": true },
+            "volumeBackends": [backend("files-a"), backend("files-b")],
+            "extraConfig": {
+                "DEFAULT": { "auth_strategy": "noauth" },
+                "privsep_osbrick": {
+                    "helper_command": format!("privsep-helper --config-dir {}", model::CONFIG_DIR),
+                },
+            },
         }
     })
 }
@@ -247,4 +271,13 @@ pub struct BackupSpec {
         regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
     )]
     pub posix_volume_claim: Option<String>,
+    /// Run the backup pods as root, privileged, with privilege escalation
+    /// allowed. cinder-backup attaches every volume it backs up through
+    /// os-brick, which asks each connector for this host's properties before
+    /// it connects; the NVMe-oF one reads the system UUID through oslo.privsep,
+    /// whose helper starts with `sudo` and needs capabilities, so an
+    /// unprivileged backup pod fails every backup. Default false. Admission
+    /// answers with a warning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub privileged: bool,
 }

@@ -165,6 +165,17 @@ pub struct VolumeBackend {
     /// restricted like every other Cinder pod. Admission answers with a warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub privileged: bool,
+    /// A PersistentVolumeClaim holding the back end's storage, for drivers that
+    /// keep volumes as files: mounted at `/var/lib/cinder/backends/<name>` in the
+    /// back end's cinder-volume pods and in every cinder-backup pod, which reads a
+    /// volume it backs up from there (a `local` connection). Shared by pods on
+    /// more than one node, it must be ReadWriteMany.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    )]
+    pub storage_volume_claim: Option<String>,
 }
 
 /// Where an upgrade is. Empty in steady state.

@@ -5,6 +5,10 @@ use kube::core::admission::AdmissionReview;
 use ratchet_operator::webhooks::server::*;
 
 fn review(backend: serde_json::Value) -> AdmissionReview<Cinder> {
+    review_with(backend, json!({}))
+}
+
+fn review_with(backend: serde_json::Value, backup: serde_json::Value) -> AdmissionReview<Cinder> {
     serde_json::from_value(json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -24,6 +28,7 @@ fn review(backend: serde_json::Value) -> AdmissionReview<Cinder> {
                     "database": { "secretName": "db", "key": "connection" },
                     "transport": { "secretName": "mq", "key": "url" },
                     "volumeBackends": [backend],
+                    "backup": backup,
                 }
             },
         }
@@ -45,4 +50,24 @@ fn a_privileged_back_end_is_admitted_with_a_warning() {
     let answer = admission_answer(review(json!({ "name": "lvm" }))).0;
     let response = answer.response.expect("response");
     assert!(response.allowed && response.warnings.is_none());
+}
+
+#[test]
+fn a_privileged_backup_is_admitted_with_a_warning_while_it_has_pods() {
+    let lvm = || json!({ "name": "lvm" });
+    let warned = |backup| {
+        admission_answer(review_with(lvm(), backup))
+            .0
+            .response
+            .expect("response")
+            .warnings
+    };
+    assert_eq!(
+        warned(json!({ "posixVolumeClaim": "backups", "privileged": true })),
+        Some(vec![
+            "spec.backup.privileged: its cinder-backup pods run as root, privileged, with privilege escalation allowed".to_string()
+        ])
+    );
+    // No driver: no backup pods to run privileged.
+    assert_eq!(warned(json!({ "privileged": true })), None);
 }

@@ -89,15 +89,17 @@ impl Outcome for CinderLoadOutcome {
 pub struct CinderLoadOptions {
     /// Pause between rounds (a round: create, list, act on available volumes).
     pub pause: Duration,
-    /// Whether every third available volume gets a backup.
-    pub backups: bool,
+    /// Backups of every third volume once it is available, at most one per this
+    /// interval (`None`: no backups). A backup reads the whole volume (1 GiB):
+    /// seconds of a core each, on a machine that also runs the upgrade.
+    pub backup_every: Option<Duration>,
 }
 
 impl Default for CinderLoadOptions {
     fn default() -> Self {
         CinderLoadOptions {
             pause: Duration::from_millis(200),
-            backups: true,
+            backup_every: Some(Duration::from_secs(15)),
         }
     }
 }
@@ -118,6 +120,7 @@ pub async fn start(
             session,
             volumes: Vec::new(),
             backups: BTreeMap::new(),
+            last_backup: None,
         }
         .run(options, stop)
     })
@@ -128,6 +131,8 @@ struct Worker {
     session: Session,
     volumes: Vec<Tracked>,
     backups: BTreeMap<String, String>,
+    /// When the client last asked for a backup.
+    last_backup: Option<Instant>,
 }
 
 impl Worker {
@@ -261,10 +266,18 @@ impl Worker {
         true
     }
 
-    async fn act(&mut self) {
+    async fn act(&mut self, backup_every: Option<Duration>) {
         for i in 0..self.volumes.len() {
             let volume = self.volumes[i].clone();
             if volume.acted || volume.status != "available" {
+                continue;
+            }
+            let backup_due = match (backup_every, self.last_backup) {
+                (Some(every), Some(last)) => last.elapsed() >= every,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if volume.fate == Fate::Backup && !backup_due {
                 continue;
             }
             let acted = match volume.fate {
@@ -279,6 +292,7 @@ impl Worker {
                     match made.as_ref().and_then(|b| b["backup"]["id"].as_str()) {
                         Some(id) => {
                             self.backups.insert(id.to_string(), "creating".into());
+                            self.last_backup = Some(Instant::now());
                             true
                         }
                         None => false,
@@ -316,11 +330,11 @@ impl Worker {
             if let Some(settle) = *stop.borrow() {
                 break settle;
             }
-            self.create_volume(options.backups).await;
+            self.create_volume(options.backup_every.is_some()).await;
             if self.read_volumes().await {
-                self.act().await;
+                self.act(options.backup_every).await;
             }
-            if options.backups {
+            if options.backup_every.is_some() {
                 self.read_backups().await;
             }
             tokio::select! {

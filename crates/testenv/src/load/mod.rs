@@ -388,17 +388,9 @@ pub async fn start_for(
     admin_password: &str,
 ) -> Result<Option<AnyLoad>> {
     let load = match service {
-        "cinder" => {
-            // Backups need a volume an unprivileged backup service can
-            // attach, which cinder's fake driver's are not (docs/testenv.md).
-            let options = cinder::CinderLoadOptions {
-                backups: false,
-                ..Default::default()
-            };
-            cinder::start(client, netns, namespace, name, options)
-                .await?
-                .any()
-        }
+        "cinder" => cinder::start(client, netns, namespace, name, Default::default())
+            .await?
+            .any(),
         "glance" => glance::start(client, netns, namespace, name, Default::default())
             .await?
             .any(),

@@ -40,6 +40,10 @@ pub struct ImageEntry {
     /// Pinned PyPI requirements of a venv.
     #[serde(default)]
     pub packages: Vec<String>,
+    /// The project's own Python modules a venv adds to its site-packages, as
+    /// paths relative to `testenv/images` (their content is part of the hash).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
     /// The image's entrypoint, used when a container gives no `command`.
     #[serde(default)]
     pub entrypoint: Vec<String>,
@@ -96,8 +100,12 @@ pub fn catalogue_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testenv/images/catalogue.json")
 }
 
+fn images_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testenv/images")
+}
+
 fn build_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testenv/images/build-venv.sh")
+    images_dir().join("build-venv.sh")
 }
 
 /// `${RATCHET_CACHE_DIR:-~/.cache/ratchet}/images`.
@@ -132,6 +140,16 @@ impl Catalogue {
             {
                 return Err(format!("venv image {reference} needs python and packages"));
             }
+            if let Some(missing) = entry
+                .modules
+                .iter()
+                .find(|module| !images_dir().join(module).is_file())
+            {
+                return Err(format!(
+                    "image {reference}: module {missing:?} is not a file under {}",
+                    images_dir().display()
+                ));
+            }
         }
         Ok(Catalogue {
             images: file.images,
@@ -158,6 +176,9 @@ impl Catalogue {
         let mut hasher = Sha256::new();
         hasher.update(serde_json::to_vec(entry).unwrap_or_default());
         hasher.update(std::fs::read(build_script()).unwrap_or_default());
+        for module in &entry.modules {
+            hasher.update(std::fs::read(images_dir().join(module)).unwrap_or_default());
+        }
         let hash = format!("{:x}", hasher.finalize());
         let name: String = reference
             .chars()
@@ -212,6 +233,12 @@ impl Catalogue {
             .arg(build_script())
             .arg(&dest)
             .arg(&python)
+            .args(entry.modules.iter().flat_map(|module| {
+                [
+                    std::ffi::OsString::from("--module"),
+                    images_dir().join(module).into_os_string(),
+                ]
+            }))
             .args(&entry.packages)
             .stdin(Stdio::null())
             .stdout(Stdio::inherit())
@@ -265,6 +292,13 @@ mod tests {
             "{}",
             err.0
         );
+    }
+
+    #[test]
+    fn a_module_that_is_not_there_is_refused() {
+        let text = r#"{"images": {"a/b:1": {"kind": "venv", "python": "/usr/bin/python3.11", "packages": ["six==1.17.0"], "modules": ["python/none.py"]}}}"#;
+        let err = Catalogue::from_json(text, PathBuf::from("/c")).expect_err("refused");
+        assert!(err.contains("python/none.py"), "{err}");
     }
 
     #[test]

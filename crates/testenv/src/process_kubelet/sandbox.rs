@@ -240,9 +240,19 @@ pub fn filesystem_args(
     }
     let mut sorted: Vec<&Mount> = mounts.iter().collect();
     sorted.sort_by_key(|m| m.dest.split('/').filter(|p| !p.is_empty()).count());
+    let mut bound: Vec<&str> = Vec::new();
     for m in sorted {
+        // A parent inside a volume bound before (a mount nested two levels
+        // into an emptyDir) would be made 0700 too: make it 0755 in that
+        // volume, as a container runtime makes a mount point's parents.
+        for dir in ancestors_of(&m.dest) {
+            if bound.iter().any(|b| dir.starts_with(&format!("{b}/"))) {
+                push(&mut args, &["--perms", "0755", "--dir", &dir]);
+            }
+        }
         let flag = if m.read_only { "--ro-bind" } else { "--bind" };
         push(&mut args, &[flag, &m.source.to_string_lossy(), &m.dest]);
+        bound.push(&m.dest);
     }
     if read_only_root {
         push(&mut args, &["--remount-ro", "/"]);
@@ -436,6 +446,28 @@ mod tests {
         let joined = filesystem_args(&mounts, false, None).join(" ");
         assert!(
             joined.contains("--perms 0755 --dir /opt --ro-bind /tmp/venv /opt/venv"),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn parents_inside_a_bound_volume_are_made_traversable_before_the_nested_bind() {
+        let mount = |source: &str, dest: &str| Mount {
+            source: PathBuf::from(source),
+            dest: dest.into(),
+            read_only: false,
+        };
+        let mounts = vec![
+            mount("/tmp/claim", "/var/lib/cinder/backends/files-a"),
+            mount("/tmp/state", "/var/lib/cinder"),
+        ];
+        let joined = filesystem_args(&mounts, false, None).join(" ");
+        assert!(
+            joined.ends_with(
+                "--bind /tmp/state /var/lib/cinder \
+                 --perms 0755 --dir /var/lib/cinder/backends \
+                 --bind /tmp/claim /var/lib/cinder/backends/files-a"
+            ),
             "{joined}"
         );
     }

@@ -560,6 +560,7 @@ mod tests {
                 debian_packages: vec![],
                 python: None,
                 packages: vec![],
+                modules: vec![],
                 entrypoint: vec!["/bin/sh".into()],
                 user,
             },
