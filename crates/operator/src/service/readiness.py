@@ -72,19 +72,19 @@ def check_heartbeat(table, max_age, filters, counted=None):
         fail("OS_DATABASE__CONNECTION is not set")
     columns = dict(f.split("=", 1) for f in filters)
     columns = {c: socket.gethostname() if v == "@hostname" else v for c, v in columns.items()}
-    counter = counted[0] if counted else None
-    for name in [table, *columns, *([counter] if counter else [])]:
+    counters = [counted[0]] if counted else []
+    for name in [table, *columns, *counters]:
         if not IDENTIFIER.match(name):
             fail("not an identifier: %r" % name)
     # Built with SQLAlchemy's constructs so each dialect quotes the names
     # (`binary` is a reserved word in MySQL).
     # Typed timestamps: drivers that return text (SQLite) are parsed too.
     stamps = [sqlalchemy.column(c, sqlalchemy.DateTime) for c in ["updated_at", "created_at"]]
-    extra = [sqlalchemy.column(counter, sqlalchemy.Integer)] if counter else []
-    rows = sqlalchemy.table(table, *stamps, *extra, *(sqlalchemy.column(c) for c in columns))
+    counted_columns = [sqlalchemy.column(c, sqlalchemy.Integer) for c in counters]
+    rows = sqlalchemy.table(table, *stamps, *counted_columns, *(sqlalchemy.column(c) for c in columns))
     written = sqlalchemy.func.coalesce(rows.c.updated_at, rows.c.created_at)
     query = (
-        sqlalchemy.select(written, *(rows.c[counter] for _ in extra))
+        sqlalchemy.select(written, *(rows.c[c] for c in counters))
         .where(*(rows.c[c] == v for c, v in columns.items()))
         .order_by(written.desc())
         .limit(1)
@@ -105,7 +105,7 @@ def check_heartbeat(table, max_age, filters, counted=None):
     if (now - seen).total_seconds() > float(max_age):
         fail("last heartbeat %s is older than %ss" % (seen, max_age))
     if counted:
-        check_counter_grew(counter, row[1], counted[1], started)
+        check_counter_grew(counters[0], row[1], counted[1], started)
 
 
 def check_counter_grew(counter, count, state_file, started):

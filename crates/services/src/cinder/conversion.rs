@@ -7,16 +7,16 @@
 //! - [`V1BETA1_ANNOTATION`], on a v1alpha1 object: the order of `volumeBackends` when
 //!   it is not sorted by name, back ends whose name repeats an earlier one's, the fields
 //!   only v1beta1 has (`secretOptions`, `securityContext`, which back ends are
-//!   `privileged`, each back end's `storageVolumeClaim`), and fields of the v1beta1 object that this code does not know.
+//!   `privileged`, each back end's `storageVolumeClaim`), and fields of the v1beta1
+//!   object that this code does not know.
 //! - [`V1ALPHA1_ANNOTATION`], on a v1beta1 object: fields of the v1alpha1 object that
 //!   this code does not know.
 //!
 //! Converting back consumes the annotation. Edits made in the other version win: the
 //! carried order applies to the back ends that still exist, a repeated back end comes
 //! back only while a back end of its name exists, so do a back end's `privileged` and
-//! `storageVolumeClaim`,
-//! and unknown fields are only added
-//! (to a list item only while the item is unchanged). A value under one of these keys
+//! `storageVolumeClaim`, and unknown fields are only added (to a list item only while
+//! the item is unchanged). A value under one of these keys
 //! that is not such a record (somebody's own annotation) is carried like any other.
 //!
 //! [`convert`] is what a `ConversionReview` webhook calls: it works on the objects as

@@ -1,7 +1,7 @@
 //! Cinder's model: the workloads it runs (and its profile on the shared phase
 //! machine, re-exported), in roll order (scheduler → every volume back end → backup → api).
 
-use crate::cinder::v1beta1::Cinder;
+use crate::cinder::v1beta1::{Cinder, VolumeBackend};
 use ratchet_api::common::PodSecurity;
 
 pub use crate::cinder::profile::{CONFIG_DIR, SERVICE, profile};
@@ -19,8 +19,6 @@ pub const CONFIG_FILE: &str = "cinder.conf";
 pub const API_PORT: i32 = 8776;
 /// Each pod's own state directory (an emptyDir living as long as the pod).
 const STATE_DIR: &str = "/var/lib/cinder";
-/// Where a worker's readiness check remembers the report count it first saw.
-const READINESS_STATE_FILE: &str = "/var/lib/cinder/ratchet-readiness-heartbeat";
 
 /// A Cinder workload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,19 +108,18 @@ pub fn volume_names(cinder: &Cinder) -> Vec<String> {
     names.into_iter().map(str::to_owned).collect()
 }
 
-/// Whether the back end `name` opted in to privilege (the first back end of a
-/// repeated name wins, as in `cinder.conf`).
+/// The back end `name` (the first of a repeated name wins, as in `cinder.conf`).
+fn backend<'a>(cinder: &'a Cinder, name: &str) -> Option<&'a VolumeBackend> {
+    cinder.spec.volume_backends.iter().find(|v| v.name == name)
+}
+
+/// Whether the back end `name` opted in to privilege.
 pub fn privileged(cinder: &Cinder, name: &str) -> bool {
-    cinder
-        .spec
-        .volume_backends
-        .iter()
-        .find(|v| v.name == name)
-        .is_some_and(|v| v.privileged)
+    backend(cinder, name).is_some_and(|v| v.privileged)
 }
 
 /// The storage claims of the back ends `which` selects, each with where it is
-/// mounted (the first back end of a repeated name wins, as in `cinder.conf`).
+/// mounted.
 fn storage_claims<'a>(
     cinder: &'a Cinder,
     which: impl Fn(&str) -> bool + 'a,
@@ -131,12 +128,7 @@ fn storage_claims<'a>(
         .into_iter()
         .filter(move |name| which(name))
         .filter_map(|name| {
-            let backend = cinder
-                .spec
-                .volume_backends
-                .iter()
-                .find(|v| v.name == name)?;
-            let claim = backend.storage_volume_claim.clone()?;
+            let claim = backend(cinder, &name)?.storage_volume_claim.clone()?;
             Some((claim, format!("{}/{name}", config::BACKEND_STORAGE_PATH)))
         })
 }
@@ -160,7 +152,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         ),
         Role::Backup => (config::backup_replicas(spec), spec.backup.resources.clone()),
         Role::Volume(backend) => {
-            let volume = spec.volume_backends.iter().find(|v| &v.name == backend);
+            let volume = self::backend(cinder, backend);
             (
                 volume.and_then(|v| v.replicas).unwrap_or(1),
                 volume.and_then(|v| v.resources.clone()),
@@ -183,7 +175,8 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
             "services",
             60,
             "report_count",
-            READINESS_STATE_FILE,
+            // Where the check remembers the count it first saw.
+            &format!("{STATE_DIR}/ratchet-readiness-heartbeat"),
             &[("binary", role.binary()), ("host", &host), ("deleted", "0")],
         ),
         None => readiness::api(CONFIG_DIR, API_PORT, "/v3/"),
