@@ -17,7 +17,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use ratchet_services::cinder::v1beta1::Cinder;
-use ratchet_testenv::wait::{until, until_deleted};
+use ratchet_testenv::wait::{until, until_deleted, until_every};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
 
@@ -429,6 +429,134 @@ async fn missing_secret_blocks_until_it_exists() -> Result<()> {
         .create(&PostParams::default(), &secret)
         .await?;
     h.wait_ready("c").await?;
+    h.finish().await;
+    Ok(())
+}
+
+/// Waits until at least `count` passes failed with SecretMissing, as the
+/// operator's metrics count them (metrics have no watch: read each 200 ms).
+async fn secret_missing_failures(h: &Harness, count: u64) -> Result<()> {
+    let wanted = "ratchet_reconcile_errors_total{service=\"cinder\",reason=\"SecretMissing\"} ";
+    let mut every = tokio::time::interval(Duration::from_millis(200));
+    let mut seen = 0;
+    let counted = tokio::time::timeout(TIMEOUT, async {
+        while seen < count {
+            every.tick().await;
+            let metrics = h.scrape().await?;
+            let line = metrics.lines().find_map(|l| l.strip_prefix(wanted));
+            seen = line.and_then(|n| n.trim().parse().ok()).unwrap_or(0);
+        }
+        Ok::<_, anyhow::Error>(())
+    })
+    .await;
+    counted.with_context(|| format!("{seen} of {count} SecretMissing failures"))?
+}
+
+fn late_secrets() -> Result<[Secret; 2]> {
+    Ok([
+        serde_json::from_value(json!({
+            "metadata": { "name": "late-db" },
+            "stringData": { "connection": "mysql+pymysql://x:y@db/cinder" },
+        }))?,
+        serde_json::from_value(json!({
+            "metadata": { "name": "late-mq" },
+            "stringData": { "transport_url": "rabbit://x:y@mq:5672/" },
+        }))?,
+    ])
+}
+
+/// GitOps tools apply in any order: seven Cinders created before their two
+/// Secrets are all Ready seconds after the Secrets arrive, not when their
+/// failure back-off (grown to 16 s and more here) runs out.
+#[tokio::test]
+async fn resources_created_before_their_secrets_are_ready_as_soon_as_they_exist() -> Result<()> {
+    let h = Harness::start("late-secrets").await?;
+    let names: Vec<String> = (0..7).map(|i| format!("c{i}")).collect();
+    for name in &names {
+        let mut manifest = cinder_manifest(name, "2026.1", "2026.1", &[]);
+        manifest["spec"]["database"]["secretName"] = json!("late-db");
+        manifest["spec"]["transport"]["secretName"] = json!("late-mq");
+        h.create_cinder(manifest).await?;
+    }
+    for name in &names {
+        h.wait_condition(name, "DatabaseReady", "False", "SecretMissing")
+            .await?;
+    }
+    // Five failures each: the next try of each is 16 s or more away.
+    secret_missing_failures(&h, 5 * names.len() as u64).await?;
+    for secret in late_secrets()? {
+        h.api::<Secret>()
+            .create(&PostParams::default(), &secret)
+            .await?;
+    }
+    until_every(
+        &h.api::<Cinder>(),
+        names.len(),
+        Duration::from_secs(8),
+        "every Cinder Ready soon after its Secrets",
+        |c: &Cinder| condition(c, "Ready").is_some_and(|(s, _)| s == "True"),
+    )
+    .await?;
+    h.finish().await;
+    Ok(())
+}
+
+/// A Secret deleted during an upgrade holds it (SecretMissing) at once, though
+/// nothing else changes while its Job runs; created again, the upgrade goes on
+/// at once and completes.
+#[tokio::test]
+async fn a_secret_deleted_and_created_again_during_an_upgrade_is_seen_at_once() -> Result<()> {
+    let h = Harness::start("secret-upgrade").await?;
+    for secret in late_secrets()? {
+        h.api::<Secret>()
+            .create(&PostParams::default(), &secret)
+            .await?;
+    }
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &[]);
+    manifest["spec"]["database"]["secretName"] = json!("late-db");
+    manifest["spec"]["transport"]["secretName"] = json!("late-mq");
+    h.create_cinder(manifest).await?;
+    h.wait_ready("c").await?;
+    let hang = h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-expand"),
+        Behaviour::hang(),
+    );
+    h.bump("c", "2026.2").await?;
+    h.wait_condition("c", "DatabaseReady", "False", "ExpandInProgress")
+        .await?;
+    h.api::<Secret>()
+        .delete("late-db", &DeleteParams::default())
+        .await?;
+    let soon = Duration::from_secs(8);
+    let missing = |c: &Cinder| {
+        condition(c, "DatabaseReady").is_some_and(|(s, r)| s == "False" && r == "SecretMissing")
+    };
+    until(
+        &h.api::<Cinder>(),
+        "c",
+        soon,
+        "SecretMissing soon after the delete",
+        missing,
+    )
+    .await?;
+    secret_missing_failures(&h, 5).await?;
+    let [db, _] = late_secrets()?;
+    h.api::<Secret>()
+        .create(&PostParams::default(), &db)
+        .await?;
+    until(
+        &h.api::<Cinder>(),
+        "c",
+        soon,
+        "expanding again soon after the Secret",
+        |c: &Cinder| condition(c, "DatabaseReady").is_some_and(|(_, r)| r == "ExpandInProgress"),
+    )
+    .await?;
+    h.env.scenarios().remove(hang);
+    h.api::<Job>()
+        .delete("c-db-expand", &DeleteParams::background())
+        .await?;
+    h.wait_installed("c", "2026.2").await?;
     h.finish().await;
     Ok(())
 }

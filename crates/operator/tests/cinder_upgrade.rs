@@ -13,7 +13,6 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
-use ratchet_services::testing::settled_at;
 use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
@@ -27,37 +26,6 @@ async fn installed(prefix: &str, release: &str, backends: &[&str]) -> Result<Har
         .await?;
     h.wait_ready("c").await?;
     Ok(h)
-}
-
-async fn bump(h: &Harness, release: &str) -> Result<Cinder> {
-    h.patch_cinder(
-        "c",
-        json!({ "spec": { "openStackRelease": release, "image": { "reference": { "tag": release } } } }),
-    )
-    .await
-}
-
-/// Waits until the upgrade to `release` has finished and everything is Ready.
-async fn wait_installed(h: &Harness, release: &str) -> Result<Cinder> {
-    Ok(until(
-        &h.api::<Cinder>(),
-        "c",
-        Duration::from_secs(120),
-        "upgrade complete and Ready",
-        settled_at(release),
-    )
-    .await?)
-}
-
-async fn wait_phase(h: &Harness, phase: CinderUpgradePhase) -> Result<Cinder> {
-    Ok(until(
-        &h.api::<Cinder>(),
-        "c",
-        TIMEOUT,
-        &format!("phase {phase:?}"),
-        |c: &Cinder| c.status.as_ref().is_some_and(|s| s.upgrade_phase == phase),
-    )
-    .await?)
 }
 
 fn container(job: &Job) -> Result<k8s_openapi::api::core::v1::Container> {
@@ -196,8 +164,8 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
     .collect();
     let rolls = RollRecorder::start(&h, order.clone()).await?;
     let statuses = StatusRecorder::start(h.api(), "c").await?;
-    bump(&h, "2026.2").await?;
-    let done = wait_installed(&h, "2026.2").await?;
+    h.bump("c", "2026.2").await?;
+    let done = h.wait_installed("c", "2026.2").await?;
     // The second roll finishes after promotion; wait for the annotation too.
     h.wait_workload("c-backup", "second roll of backup", TIMEOUT, |w| {
         w.template_annotation("cinder.c5c3.io/installed-release")
@@ -370,9 +338,9 @@ async fn check_exit(code: i32) -> Result<()> {
     h.env
         .scenarios()
         .add(PodSelector::workload(h.name(), "c-db-migrate"), behaviour);
-    bump(&h, "2026.2").await?;
+    h.bump("c", "2026.2").await?;
     if code <= 2 {
-        wait_installed(&h, "2026.2").await?;
+        h.wait_installed("c", "2026.2").await?;
         let events = h.events_for("c").await?;
         let expected = if code == 0 {
             "UpgradeCheckCompleted"
@@ -439,7 +407,7 @@ async fn phase_job_fails(suffix: &str, reason: &str) -> Result<()> {
         PodSelector::workload(h.name(), &format!("c-{suffix}")),
         Behaviour::always_exit(2, "errors and no progress"),
     );
-    bump(&h, "2026.2").await?;
+    h.bump("c", "2026.2").await?;
     let failed = h
         .wait_condition("c", "DatabaseReady", "False", reason)
         .await?;
@@ -481,7 +449,7 @@ async fn phase_job_fails(suffix: &str, reason: &str) -> Result<()> {
         &kube::api::DeleteParams::background(),
     )
     .await?;
-    wait_installed(&h, "2026.2").await?;
+    h.wait_installed("c", "2026.2").await?;
     h.finish().await;
     Ok(())
 }
@@ -499,7 +467,7 @@ async fn failing_contract_job_fails_the_phase_and_recovers() -> Result<()> {
 #[tokio::test]
 async fn skip_level_is_refused_with_a_reason() -> Result<()> {
     let h = installed("skip", "2026.1", &[]).await?;
-    bump(&h, "2027.1").await?;
+    h.bump("c", "2027.1").await?;
     let c = h
         .wait_condition("c", "DatabaseReady", "False", "UpgradePathInvalid")
         .await?;
@@ -527,9 +495,9 @@ async fn target_changed_then(revert_to: &str) -> Result<()> {
         PodSelector::workload(h.name(), "c-db-expand"),
         Behaviour::default().with_run_time(Duration::from_secs(3)),
     );
-    bump(&h, "2026.2").await?;
-    wait_phase(&h, CinderUpgradePhase::Expanding).await?;
-    bump(&h, "2027.1").await?;
+    h.bump("c", "2026.2").await?;
+    h.wait_phase("c", CinderUpgradePhase::Expanding).await?;
+    h.bump("c", "2027.1").await?;
     let held = h
         .wait_condition("c", "DatabaseReady", "False", "UpgradeTargetChanged")
         .await?;
@@ -550,11 +518,11 @@ async fn target_changed_then(revert_to: &str) -> Result<()> {
         jobs.get_opt("c-db-migrate").await?.is_none(),
         "a held upgrade advanced"
     );
-    bump(&h, revert_to).await?;
+    h.bump("c", revert_to).await?;
     if revert_to == "2026.2" {
-        wait_installed(&h, "2026.2").await?;
+        h.wait_installed("c", "2026.2").await?;
     } else {
-        wait_installed(&h, "2026.1").await?;
+        h.wait_installed("c", "2026.1").await?;
         ensure!(
             h.event_reasons("c")
                 .await?
@@ -598,8 +566,8 @@ async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
             Behaviour::hang(),
         ),
     };
-    bump(&h, "2026.2").await?;
-    wait_phase(&h, phase).await?;
+    h.bump("c", "2026.2").await?;
+    h.wait_phase("c", phase).await?;
     if phase != CinderUpgradePhase::RollingUpdate {
         // The schema phases run while every service stays on the installed release (C4).
         let images = deployment_images(&h).await?;
@@ -622,12 +590,12 @@ async fn abort_in(phase: CinderUpgradePhase) -> Result<()> {
         )
         .await?;
     }
-    bump(&h, "2026.1").await?;
+    h.bump("c", "2026.1").await?;
     let jobs: Api<Job> = h.api();
     for name in ["c-db-expand", "c-db-migrate", "c-db-contract"] {
         until_deleted(&jobs, name, TIMEOUT).await?;
     }
-    wait_installed(&h, "2026.1").await?;
+    h.wait_installed("c", "2026.1").await?;
     h.wait_event("c", "UpgradeAborted").await?;
     let types = h.event_types("c", "UpgradeAborted").await?;
     ensure!(types == ["Normal"], "{types:?}");
@@ -701,8 +669,8 @@ async fn lone_release_bump_with_a_tag_stalls_and_with_a_digest_upgrades() -> Res
 #[tokio::test]
 async fn year_rollover_upgrade() -> Result<()> {
     let h = installed("rollover", "2026.2", &[]).await?;
-    bump(&h, "2027.1").await?;
-    wait_installed(&h, "2027.1").await?;
+    h.bump("c", "2027.1").await?;
+    h.wait_installed("c", "2027.1").await?;
     h.finish().await;
     Ok(())
 }
@@ -721,7 +689,7 @@ async fn operator_restarted_at_every_phase_boundary_resumes_without_rerunning_jo
         PodSelector::namespace(h.name()).with_image_containing(":2026.2"),
         Behaviour::default().with_ready_delay(Duration::from_millis(500)),
     );
-    bump(&h, "2026.2").await?;
+    h.bump("c", "2026.2").await?;
     let jobs: Api<Job> = h.api();
     let mut uids: BTreeMap<String, Option<String>> = BTreeMap::new();
     for phase in [
@@ -730,7 +698,7 @@ async fn operator_restarted_at_every_phase_boundary_resumes_without_rerunning_jo
         CinderUpgradePhase::RollingUpdate,
         CinderUpgradePhase::Contracting,
     ] {
-        wait_phase(&h, phase).await?;
+        h.wait_phase("c", phase).await?;
         h.restart_operator().await?;
         for name in ["c-db-expand", "c-db-migrate", "c-db-contract"] {
             if let Some(job) = jobs.get_opt(name).await? {
@@ -743,7 +711,7 @@ async fn operator_restarted_at_every_phase_boundary_resumes_without_rerunning_jo
             }
         }
     }
-    wait_installed(&h, "2026.2").await?;
+    h.wait_installed("c", "2026.2").await?;
     let reasons = h.event_reasons("c").await?;
     for once in [
         "UpgradeInitiated",
@@ -770,7 +738,7 @@ async fn a_rollout_without_progress_is_reported_as_stalled() -> Result<()> {
         PodSelector::workload(h.name(), "c-scheduler").with_image_containing(":2026.2"),
         Behaviour::hang(),
     );
-    bump(&h, "2026.2").await?;
+    h.bump("c", "2026.2").await?;
     let stalled = h
         .wait_condition("c", "DeploymentsReady", "False", "RolloutStalled")
         .await?;
@@ -807,8 +775,8 @@ async fn metrics_show_the_phase_and_phase_durations() -> Result<()> {
         PodSelector::workload(h.name(), "c-db-expand"),
         Behaviour::hang(),
     );
-    bump(&h, "2026.2").await?;
-    wait_phase(&h, CinderUpgradePhase::Expanding).await?;
+    h.bump("c", "2026.2").await?;
+    h.wait_phase("c", CinderUpgradePhase::Expanding).await?;
     let during = h.scrape().await?;
     let gauge = format!(
         r#"ratchet_upgrade_phase{{service="cinder",namespace="{}",name="c",phase="Expanding"}} 1"#,
@@ -819,8 +787,8 @@ async fn metrics_show_the_phase_and_phase_durations() -> Result<()> {
         "{during}"
     );
     // Abort: the Expanding phase ends, its duration is recorded, the gauge says none.
-    bump(&h, "2026.1").await?;
-    wait_installed(&h, "2026.1").await?;
+    h.bump("c", "2026.1").await?;
+    h.wait_installed("c", "2026.1").await?;
     let after = h.scrape().await?;
     let none = format!(
         r#"ratchet_upgrade_phase{{service="cinder",namespace="{}",name="c",phase="none"}} 1"#,

@@ -31,6 +31,9 @@ use upgrade::Pass;
 /// after the upgrade's). Steady state at the release just installed starts no
 /// upgrade, so this runs at most twice.
 pub fn decide(profile: &Profile, observed: &Observed) -> Decision {
+    if let Err(why) = shared::children_own(observed) {
+        return shared::blocked(profile, observed, why);
+    }
     let mut pass = if observed.status.phase.is_empty() {
         steady::decide(profile, observed)
     } else {

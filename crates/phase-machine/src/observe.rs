@@ -134,6 +134,11 @@ pub struct Observed {
     pub config_hash: String,
     /// Secrets or keys the spec references that do not exist.
     pub missing_secrets: Vec<String>,
+    /// Children labelled as the resource's that it may not take as its own:
+    /// a deleted predecessor's (same name, another UID) until the garbage
+    /// collector removed them, orphaned Jobs still running. Nothing advances
+    /// while any is there.
+    pub children_in_the_way: Vec<String>,
     /// The resource's Jobs by suffix (`db-sync`, ...).
     pub jobs: BTreeMap<String, ObservedJob>,
     /// Workloads that exist, by name.

@@ -14,6 +14,9 @@ use crate::vocabulary::{condition, event, reason};
 pub struct Blocked {
     pub reason: &'static str,
     pub message: String,
+    /// Something else clears it soon by itself (the garbage collector): the
+    /// pass waits, neither failing nor warning.
+    pub waits: bool,
 }
 
 impl Blocked {
@@ -21,6 +24,7 @@ impl Blocked {
         Blocked {
             reason,
             message: message.into(),
+            waits: false,
         }
     }
 }
@@ -70,6 +74,23 @@ pub fn secrets_present(obs: &Observed) -> Result<(), Blocked> {
             format!("missing: {}", obs.missing_secrets.join(", ")),
         ))
     }
+}
+
+/// Children the resource may not take as its own hold it until they are gone.
+pub fn children_own(obs: &Observed) -> Result<(), Blocked> {
+    if obs.children_in_the_way.is_empty() {
+        return Ok(());
+    }
+    Err(Blocked {
+        waits: true,
+        ..Blocked::new(
+            reason::CHILDREN_NOT_OWNED,
+            format!(
+                "waiting for objects of this name that this resource does not own to go (a deleted predecessor's are removed by the garbage collector): {}",
+                obs.children_in_the_way.join(", ")
+            ),
+        )
+    })
 }
 
 /// Workloads that exist but the spec no longer asks for (a removed back end).
@@ -308,7 +329,8 @@ pub fn lockstep(
 }
 
 /// Nothing advances: no Job is started, no workload touched; the condition says
-/// why (announced once) and the controller retries with backoff. An upgrade in
+/// why (announced once) and the controller retries with backoff, or, for what
+/// clears by itself, waits. An upgrade in
 /// progress keeps its phase and target.
 pub fn blocked(profile: &Profile, obs: &Observed, why: Blocked) -> Decision {
     let deployments = if all_rolled_out(obs) {
@@ -328,14 +350,18 @@ pub fn blocked(profile: &Profile, obs: &Observed, why: Blocked) -> Decision {
         target_release: obs.status.target_release.clone(),
         phase: obs.status.phase.clone(),
         rolling_workload: String::new(),
-        database: Verdict::no(why.reason, message.clone()).warn(),
+        database: if why.waits { database } else { database.warn() },
         deployments,
         events: Vec::new(),
         jobs: Vec::new(),
         workloads: Vec::new(),
-        outcome: Outcome::Failed {
-            reason: why.reason.to_string(),
-            message,
+        outcome: if why.waits {
+            Outcome::Waiting
+        } else {
+            Outcome::Failed {
+                reason: why.reason.to_string(),
+                message,
+            }
         },
     }
     .finish(profile, obs)
@@ -365,3 +391,4 @@ mod tests {
         assert_eq!(check_exit_code("exit two"), None);
     }
 }
+    let database = Verdict::no(why.reason, message.clone());

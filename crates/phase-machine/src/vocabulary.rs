@@ -22,6 +22,9 @@ pub mod reason {
     pub const INVALID_IMAGE: &str = "InvalidImage";
     pub const INVALID_CONFIG: &str = "InvalidConfig";
     pub const SECRET_MISSING: &str = "SecretMissing";
+    /// Children of this name owned by another resource (a deleted
+    /// predecessor's) or orphaned Jobs still running: the pass waits.
+    pub const CHILDREN_NOT_OWNED: &str = "ChildrenNotOwned";
     // Validation of a release change.
     pub const VERSION_PARSE_ERROR: &str = "VersionParseError";
     pub const DOWNGRADE_NOT_SUPPORTED: &str = "DowngradeNotSupported";

@@ -16,11 +16,10 @@
 //! back-off (up to 30 s without any trigger, for every resource), which is what
 //! stalled upgrades for minutes after a few seconds of API-server outage.
 
-use std::sync::Arc;
-
+use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use std::collections::HashMap;
 
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
@@ -40,12 +39,15 @@ use super::api;
 use super::cached::{
     Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet, Detail,
 };
+use super::model::ServiceModel;
+use super::referrers::{self, Referrer, Referrers};
+use super::render::Owner;
 use crate::context::Context;
 use crate::error::Result;
-use crate::labels::{INSTANCE, MANAGED_BY, MANAGER, NAME};
+use crate::labels::{MANAGED_BY, MANAGER, NAME};
 
 /// The stores of every child Ratchet manages, shared by all controllers (each
-/// reads its own children out of them with [`owned_by`] and [`named`]).
+/// reads its own children out of them: [`super::ownership::Claims`], [`named`]).
 #[derive(Clone)]
 pub struct Caches {
     pub jobs: Store<CachedJob>,
@@ -57,6 +59,9 @@ pub struct Caches {
     /// (never a value): a pass checks that the Secret keys its pods read exist
     /// without a request to the API server.
     pub secret_keys: Store<Secret>,
+    /// Which resources name which Secret: a pass records its own, the
+    /// Secret watch wakes them (see `referrers`).
+    pub referrers: Arc<Mutex<Referrers>>,
     /// Which of these stores have listed.
     listed: Listed,
 }
@@ -69,9 +74,12 @@ pub struct Triggers {
     pub stateful_sets: Trigger<CachedStatefulSet>,
     pub config_maps: Trigger<CachedConfigMap>,
     pub services: Trigger<CachedService>,
+    /// Resources of the service whose named Secrets appeared, went or
+    /// changed their keys.
+    pub secrets: Pin<Box<dyn Stream<Item = Referrer> + Send>>,
 }
 
-pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+pub type Trigger<K> = Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
 /// The longest a failed watch waits before it tries again: the API server is
 /// back for the operator within this long of serving again. A handful of watches
@@ -111,23 +119,62 @@ where
     let stream = reflector::reflector(writer, watcher(api, config).modify(trim))
         .backoff(watch_backoff())
         .touched_objects()
-        .filter_map(move |item| {
-            let kept = match item {
-                Ok(object) => Some(Ok(object)),
-                // An expired resource version is the watch protocol at work
-                // (the watcher lists again), not a fault worth a warning.
-                Err(watcher::Error::WatchError(status)) if status.code == 410 => {
-                    tracing::debug!(kind = %kind, %status, "watch expired; listing again");
-                    None
-                }
-                Err(error) => {
-                    tracing::warn!(kind = %kind, %error, "watch failed; retrying");
-                    None
-                }
-            };
-            std::future::ready(kept)
-        });
+        .filter_map(move |item| std::future::ready(without_errors(&kind, item).map(Ok)));
     (store, Box::pin(stream))
+}
+
+/// Logs a watch error and drops it (see the module docs).
+fn without_errors<T>(kind: &str, item: Result<T, watcher::Error>) -> Option<T> {
+    match item {
+        Ok(item) => Some(item),
+        // An expired resource version is the watch protocol at work (the
+        // watcher lists again), not a fault worth a warning.
+        Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+            tracing::debug!(kind, %status, "watch expired; listing again");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(kind, %error, "watch failed; retrying");
+            None
+        }
+    }
+}
+
+/// The Secret watch: fills `store` with key names only, and for each Secret
+/// that appeared, went or changed its keys wakes the resources naming it.
+fn secret_watch(
+    ctx: &Context,
+    referrers: Arc<Mutex<Referrers>>,
+    mut routes: Routes<Referrer>,
+) -> (Store<Secret>, BoxFuture<'static, ()>) {
+    let (store, mut writer) = reflector::store();
+    let before = store.clone();
+    let events = watcher(api::<Secret>(ctx), watcher::Config::default())
+        .modify(secret_key_names)
+        .backoff(watch_backoff())
+        .filter_map(|item| std::future::ready(without_errors("Secret", item)));
+    let watching = async move {
+        let mut events = std::pin::pin!(events);
+        let mut relisted = HashSet::new();
+        while let Some(event) = events.next().await {
+            let changed = referrers::changed_by(&before, &event, &mut relisted);
+            writer.apply_watcher_event(&event);
+            let woken: Vec<Referrer> = {
+                let index = referrers.lock().unwrap_or_else(|p| p.into_inner());
+                changed
+                    .iter()
+                    .flat_map(|s| index.of(s.namespace.as_deref().unwrap_or_default(), &s.name))
+                    .collect()
+            };
+            for referrer in woken {
+                if let Some(route) = routes.get_mut(referrer.service) {
+                    // A closed route is a controller that has stopped.
+                    let _ = route.send(referrer).await;
+                }
+            }
+        }
+    };
+    (store, watching.boxed())
 }
 
 /// A Secret is read by name for which keys it has; its values are never kept.
@@ -172,11 +219,16 @@ pub struct Routed {
 type Routes<K> = HashMap<&'static str, mpsc::Sender<K>>;
 
 /// A new route for `service`: the sender goes into `routes`, the receiving
-/// end is the service's trigger.
-fn add_route<K: Send + 'static>(routes: &mut Routes<K>, service: &'static str) -> Trigger<K> {
+/// end is the service's.
+fn add_route<K>(routes: &mut Routes<K>, service: &'static str) -> mpsc::Receiver<K> {
     let (sender, receiver) = mpsc::channel(ROUTE_BUFFER);
     routes.insert(service, sender);
-    Box::pin(receiver.map(Ok))
+    receiver
+}
+
+/// A new route for `service`'s changes of one child kind, as its trigger.
+fn add_trigger<K: Send + 'static>(routes: &mut Routes<K>, service: &'static str) -> Trigger<K> {
+    Box::pin(add_route(routes, service).map(Ok))
 }
 
 /// The label selector of every child Ratchet manages for one of `services`.
@@ -222,15 +274,17 @@ impl Caches {
             Routes::new(),
             Routes::new(),
         );
+        let mut secrets = Routes::new();
         let triggers = services
             .iter()
             .map(|&service| {
                 let triggers = Triggers {
-                    jobs: add_route(&mut jobs, service),
-                    deployments: add_route(&mut deployments, service),
-                    stateful_sets: add_route(&mut stateful_sets, service),
-                    config_maps: add_route(&mut config_maps, service),
-                    services: add_route(&mut kube_services, service),
+                    jobs: add_trigger(&mut jobs, service),
+                    deployments: add_trigger(&mut deployments, service),
+                    stateful_sets: add_trigger(&mut stateful_sets, service),
+                    config_maps: add_trigger(&mut config_maps, service),
+                    services: add_trigger(&mut kube_services, service),
+                    secrets: Box::pin(add_route(&mut secrets, service)),
                 };
                 (service, triggers)
             })
@@ -240,13 +294,8 @@ impl Caches {
         let (stateful_sets, stateful_set_routing) = shared(ctx, services, stateful_sets);
         let (config_maps, config_map_routing) = shared(ctx, services, config_maps);
         let (services_cache, service_routing) = shared(ctx, services, kube_services);
-        // Secrets wake no pass (a pass waiting for one is requeued), so their
-        // stream only fills the store.
-        let (secret_keys, secret_changes) = reflected(
-            api::<Secret>(ctx),
-            watcher::Config::default(),
-            secret_key_names,
-        );
+        let referrers = Arc::new(Mutex::new(Referrers::default()));
+        let (secret_keys, secret_routing) = secret_watch(ctx, referrers.clone(), secrets);
         let (listed, listing) = Listed::track(vec![
             ("jobs", listed(&jobs)),
             ("deployments", listed(&deployments)),
@@ -263,6 +312,7 @@ impl Caches {
                 config_maps,
                 services: services_cache,
                 secret_keys,
+                referrers,
                 listed,
             },
             Routed {
@@ -273,11 +323,30 @@ impl Caches {
                     stateful_set_routing,
                     config_map_routing,
                     service_routing,
-                    secret_changes.for_each(|_| std::future::ready(())).boxed(),
+                    secret_routing,
                     listing,
                 ],
             },
         )
+    }
+
+    /// Records the Secrets `owner`'s resource names now (its model's Secret
+    /// references and key Secrets), so their changes wake it.
+    pub fn name_secrets(&self, owner: &Owner, model: &ServiceModel) {
+        let named = model
+            .all_secrets()
+            .map(|s| s.source.secret_name.clone())
+            .chain(model.key_secrets.iter().map(|k| k.secret_name.clone()))
+            .collect();
+        let referrer = Referrer {
+            service: owner.service,
+            namespace: owner.namespace.clone(),
+            name: owner.name.clone(),
+        };
+        self.referrers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .name(&referrer, named);
     }
 
     /// Resolves once every store holds its initial list: before that, a missing
@@ -342,24 +411,6 @@ where
         let _ = store.wait_until_ready().await;
     }
     .boxed()
-}
-
-/// The cached objects one resource owns (by its service and instance labels).
-pub fn owned_by<K, D>(
-    store: &Store<Cached<K, D>>,
-    service: &str,
-    namespace: &str,
-    instance: &str,
-) -> Vec<Arc<Cached<K, D>>>
-where
-    K: k8s_openapi::Resource + 'static,
-    D: Clone + 'static,
-{
-    store.state_filter(|object| {
-        object.metadata.namespace.as_deref() == Some(namespace)
-            && object.label(NAME) == Some(service)
-            && object.label(INSTANCE) == Some(instance)
-    })
 }
 
 /// One cached object by name.

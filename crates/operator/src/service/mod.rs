@@ -11,9 +11,11 @@ mod key_secrets;
 pub mod model;
 mod observe;
 mod own_writes;
+mod ownership;
 pub mod plan;
 pub mod readiness;
 mod reconcile;
+mod referrers;
 pub mod render;
 pub mod secret_options;
 mod stall;
@@ -184,6 +186,7 @@ pub async fn run<S: OpenStackService>(
     triggers: Triggers,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
+    let referrers = caches.referrers.clone();
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
     // Our own reflector rather than `Controller::new`'s: it retries a failed
     // watch within a second and keeps its errors out of the trigger stream.
@@ -192,12 +195,28 @@ pub async fn run<S: OpenStackService>(
         watcher::Config::default(),
         caches::drop_managed_fields,
     );
+    let present = resources.clone();
+    let woken_by_secrets = triggers.secrets.filter_map(move |referrer| {
+        let reference = ObjectRef::<S>::new(&referrer.name).within(&referrer.namespace);
+        let woken = if present.get(&reference).is_some() {
+            Some(reference)
+        } else {
+            // Gone since it last named the Secret: it names nothing now.
+            referrers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .forget(&referrer);
+            None
+        };
+        std::future::ready(woken)
+    });
     Controller::for_stream(resource_stream, resources)
         .owns_stream(triggers.jobs)
         .owns_stream(triggers.deployments)
         .owns_stream(triggers.stateful_sets)
         .owns_stream(triggers.config_maps)
         .owns_stream(triggers.services)
+        .reconcile_on(woken_by_secrets)
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(

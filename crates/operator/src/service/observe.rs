@@ -14,9 +14,10 @@ use ratchet_phase_machine::{
 
 use super::OpenStackService;
 use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
-use super::caches::{Caches, named, owned_by};
+use super::caches::{Caches, named};
 use super::model::{ServiceModel, WorkloadKind};
 use super::own_writes::ChildWrites;
+use super::ownership::Claims;
 use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
@@ -78,6 +79,7 @@ pub struct Children {
 pub async fn observe<S: OpenStackService>(
     ctx: &Context,
     caches: &Caches,
+    claims: Claims,
     written: &ChildWrites,
     profile: &Profile,
     object: &S,
@@ -89,8 +91,9 @@ pub async fn observe<S: OpenStackService>(
     secret_refs.sort_by(|a, b| (&a.secret_name, &a.key).cmp(&(&b.secret_name, &b.key)));
     secret_refs.dedup();
     let missing_secrets = missing_secrets(caches, &owner.namespace, secret_refs);
-    let (service, namespace, name) = (S::SERVICE, owner.namespace.as_str(), owner.name.as_str());
-    let jobs: BTreeMap<String, Arc<CachedJob>> = owned_by(&caches.jobs, service, namespace, name)
+    let namespace = owner.namespace.as_str();
+    let jobs: BTreeMap<String, Arc<CachedJob>> = claims
+        .jobs
         .into_iter()
         .map(|j| written.jobs.freshest(j))
         .filter(|j| j.metadata.deletion_timestamp.is_none())
@@ -101,11 +104,13 @@ pub async fn observe<S: OpenStackService>(
     let (workloads, replaced): (
         BTreeMap<String, LiveWorkload>,
         BTreeMap<String, LiveWorkload>,
-    ) = owned_by(&caches.deployments, service, namespace, name)
+    ) = claims
+        .deployments
         .into_iter()
         .map(|d| LiveWorkload::Deployment(written.deployments.freshest(d)))
         .chain(
-            owned_by(&caches.stateful_sets, service, namespace, name)
+            claims
+                .stateful_sets
                 .into_iter()
                 .map(|s| LiveWorkload::StatefulSet(written.stateful_sets.freshest(s))),
         )
@@ -176,6 +181,7 @@ pub async fn observe<S: OpenStackService>(
         status: object.status_view(),
         config_hash,
         missing_secrets,
+        children_in_the_way: claims.waiting_for,
         jobs: observed_jobs,
         workloads: observed_workloads,
         desired_workloads: model.workload_ids(),

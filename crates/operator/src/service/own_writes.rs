@@ -38,7 +38,14 @@ impl<T: Resource<DynamicType = ()>> OwnWrites<T> {
         let key = ObjectRef::from_obj(cached.as_ref()).to_string();
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         match last.get(&key) {
-            Some(ours) if newer(ours.as_ref(), cached.as_ref()) => ours.clone(),
+            // Only a write to this very object (a predecessor's of the same
+            // name is another one).
+            Some(ours)
+                if ours.meta().uid == cached.meta().uid
+                    && newer(ours.as_ref(), cached.as_ref()) =>
+            {
+                ours.clone()
+            }
             Some(_) => {
                 last.remove(&key);
                 cached
@@ -147,6 +154,20 @@ mod tests {
         }))
         .expect("a valid Deployment");
         cached_form(&written).expect("its cached form")
+    }
+
+    #[test]
+    fn a_write_to_a_predecessor_of_the_same_name_is_not_read() {
+        let writes = OwnWrites::default();
+        let mut predecessor = deployment("20", "predecessor's");
+        predecessor.metadata.uid = Some("before".into());
+        writes.remember(predecessor);
+        let mut successor = deployment("10", "successor's");
+        successor.metadata.uid = Some("now".into());
+        assert_eq!(
+            image(&writes.freshest(Arc::new(successor))),
+            Some("successor's")
+        );
     }
 
     fn image(d: &CachedDeployment) -> Option<&str> {

@@ -23,6 +23,7 @@ use super::key_secrets;
 use super::model::{ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
 use super::own_writes::{ChildWrites, OwnWrites, cached_form};
+use super::ownership::Claims;
 use super::render::{self, Owner, PodParams};
 use super::status::ServiceStatus;
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
@@ -78,6 +79,7 @@ impl<S: OpenStackService> Pass<S> {
         let object = self.written.freshest(cached);
         let owner = Owner::of(S::SERVICE, object.as_ref())?;
         let model = object.model(&owner.name);
+        self.caches.name_secrets(&owner, &model);
         // A configuration the renderer refused is not written: the machine sees
         // the refusal (InvalidConfig) and creates nothing that would mount it.
         let files = model.files();
@@ -86,11 +88,19 @@ impl<S: OpenStackService> Pass<S> {
             .map(|files| render::config_map(&owner, &files))
             .transpose()?;
         let profile = &self.profile;
+        let claims = Claims::read(&self.caches, &owner);
+        claims.settle(&ctx, &owner).await?;
+        // Children in the way (a deleted predecessor's) are never touched: the
+        // pass applies nothing until they are gone.
+        let clear = claims.clear();
         // The ConfigMap is applied (when it changed) and absent key Secrets are
         // created while the Secrets are checked: all finish before any Job or
         // workload that mounts them is created.
-        let (_, (observed, children)) = tokio::try_join!(
+        let (predecessor_keys, (mut observed, children)) = tokio::try_join!(
             async {
+                if !clear {
+                    return Ok(Vec::new());
+                }
                 if let Some(config_map) = &config_map {
                     self.apply_config_map(&ctx, &owner, config_map).await?;
                 }
@@ -99,6 +109,7 @@ impl<S: OpenStackService> Pass<S> {
             observe(
                 &ctx,
                 &self.caches,
+                claims,
                 &self.children_written,
                 profile,
                 object.as_ref(),
@@ -107,6 +118,7 @@ impl<S: OpenStackService> Pass<S> {
                 config_hash.clone()
             ),
         )?;
+        observed.children_in_the_way.extend(predecessor_keys);
         let decision = decide(profile, &observed);
         record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
         tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
@@ -143,7 +155,11 @@ impl<S: OpenStackService> Pass<S> {
             self.remember(annotated);
         }
 
-        let recheck_after = match (children.recheck_after, replacing) {
+        // What is in the way goes by itself; a predecessor's child's deletion
+        // wakes this resource (its owner reference names the same name), an
+        // orphaned Job's end does not.
+        let waiting = !observed.children_in_the_way.is_empty();
+        let recheck_after = match (children.recheck_after, replacing || waiting) {
             (after, false) => after,
             (after, true) => Some(after.map_or(REPLACE_RETRY, |a| a.min(REPLACE_RETRY))),
         };

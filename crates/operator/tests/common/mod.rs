@@ -17,7 +17,7 @@ use kube::{Api, Client};
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_services::Services;
-use ratchet_services::cinder::v1beta1::Cinder;
+use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{TestEnv, TestNamespace};
 
@@ -141,6 +141,38 @@ impl Harness {
             .api::<Cinder>()
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?)
+    }
+
+    /// Moves the Cinder's release and image tag to `release` together.
+    pub async fn bump(&self, name: &str, release: &str) -> Result<Cinder> {
+        self.patch_cinder(
+            name,
+            serde_json::json!({ "spec": { "openStackRelease": release, "image": { "reference": { "tag": release } } } }),
+        )
+        .await
+    }
+
+    /// Waits until the upgrade to `release` has finished and everything is Ready.
+    pub async fn wait_installed(&self, name: &str, release: &str) -> Result<Cinder> {
+        Ok(until(
+            &self.api::<Cinder>(),
+            name,
+            Duration::from_secs(120),
+            "upgrade complete and Ready",
+            ratchet_services::testing::settled_at(release),
+        )
+        .await?)
+    }
+
+    pub async fn wait_phase(&self, name: &str, phase: CinderUpgradePhase) -> Result<Cinder> {
+        Ok(until(
+            &self.api::<Cinder>(),
+            name,
+            TIMEOUT,
+            &format!("phase {phase:?}"),
+            |c: &Cinder| c.status.as_ref().is_some_and(|s| s.upgrade_phase == phase),
+        )
+        .await?)
     }
 
     /// Waits for a condition of the Cinder to have this status and reason.

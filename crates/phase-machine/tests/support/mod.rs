@@ -67,6 +67,7 @@ impl World {
                 status: StatusView::default(),
                 config_hash: "config".into(),
                 missing_secrets: vec![],
+                children_in_the_way: vec![],
                 jobs: BTreeMap::new(),
                 workloads: BTreeMap::new(),
                 desired_workloads: workloads

@@ -240,6 +240,7 @@ mod tests {
             status: cinder.status_view(),
             config_hash: String::new(),
             missing_secrets: Vec::new(),
+            children_in_the_way: Vec::new(),
             jobs: BTreeMap::new(),
             workloads: BTreeMap::new(),
             desired_workloads: model.workload_ids(),
