@@ -1,7 +1,10 @@
 //! The `ratchet` command: its arguments and subcommands (the library does the work).
 
-use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use ratchet::{crds, demo, local, manage, manifests, operator, storage, timeline};
+use ratchet_services::{Registry, Services};
 
 #[derive(Parser)]
 #[command(
@@ -39,9 +42,10 @@ enum Command {
     /// Ratchet's own local control plane, without the demo: `local up` serves
     /// it (with the CRDs and the operator) until Ctrl-C.
     Local(local::LocalArgs),
-    /// Every Cinder and Ironic: release, target, phase, the workload rolling, conditions.
+    /// Every resource of every registered service (listed at run time, by
+    /// `registry_help`): release, target, phase, the workload rolling, conditions.
     Status(manage::StatusArgs),
-    /// What upgrading a Cinder to a release would do (changes nothing).
+    /// What upgrading a resource to a release would do (changes nothing).
     Plan(manage::PlanArgs),
     /// Abort a running upgrade with the right patch (release and image together).
     Abort(manage::AbortArgs),
@@ -57,9 +61,52 @@ enum Command {
     Storage(storage::StorageArgs),
 }
 
+/// The help texts that name the services, from the registry: clap's derived
+/// texts are fixed when compiled, and a list written there goes stale.
+fn registry_help(command: clap::Command) -> clap::Command {
+    let services = Services::services();
+    let kinds: Vec<&str> = services.iter().map(|s| s.kind.as_str()).collect();
+    let targets: Vec<String> = services
+        .iter()
+        .map(|s| format!("{}/NAME", s.service))
+        .collect();
+    // `manage::target`: a bare NAME is the first registered service's.
+    let bare = kinds.first().copied().unwrap_or_default();
+    let target = format!(
+        "The resource: KIND/NAME ({}), or NAME alone for a {bare}",
+        targets.join(", ")
+    );
+    let name = |command: clap::Command| command.mut_arg("name", |arg| arg.help(target.clone()));
+    command
+        .mut_subcommand("status", |c| {
+            c.about(format!(
+                "Every {}: release, target, phase, the workload rolling, conditions",
+                spoken(&kinds, "and")
+            ))
+        })
+        .mut_subcommand("plan", |c| {
+            name(c).about(format!(
+                "What upgrading a {} to a release would do (changes nothing)",
+                spoken(&kinds, "or")
+            ))
+        })
+        .mut_subcommand("abort", name)
+        .mut_subcommand("timeline", name)
+}
+
+/// `a, b and c` (or `a, b or c`).
+fn spoken(words: &[&str], conjunction: &str) -> String {
+    match words.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} {conjunction} {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> ExitCode {
+    let matches = registry_help(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The demo prints its own story; the operator's logs would drown it.
     let default_filter = match cli.command {
         Command::Demo(_) | Command::Local(_) => {
@@ -81,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
             .with_span_list(false)
             .init(),
     }
-    match cli.command {
+    let done = match cli.command {
         Command::Demo(args) => demo::run(args).await.map(|_| ()),
         Command::Local(args) => local::run(args).await,
         Command::Crds(args) => crds::run(args).await,
@@ -92,5 +139,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Abort(args) => manage::abort(args).await,
         Command::Timeline(args) => timeline::run(args).await,
         Command::Storage(args) => storage::run(args).await,
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One line, each cause after a colon: what failed and why, not
+            // anyhow's report with its stack trace (RUST_BACKTRACE).
+            eprintln!("ratchet: {error:#}");
+            ExitCode::FAILURE
+        }
     }
 }

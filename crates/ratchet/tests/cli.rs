@@ -10,6 +10,7 @@ use anyhow::{Result, ensure};
 use kube::Api;
 use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
 use ratchet_services::testing::{create_example_cinder, settled_at};
+use ratchet_services::{Registry, Services};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector, TestEnv};
 
@@ -450,4 +451,51 @@ async fn timeline_of_an_upgrade_as_text_and_svg() -> Result<()> {
     operator.stop().await;
     ns.cleanup().await;
     Ok(())
+}
+
+/// Every help text that names services names every registered one: they come
+/// from the registry, not from a list written into the help.
+#[test]
+fn help_names_every_registered_service() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratchet"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .expect("the ratchet binary runs");
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let line = |text: &str, start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in\n{text}"))
+            .to_string()
+    };
+    let top = help(&[]);
+    let status = line(&top, "status ");
+    let plan = help(&["plan"]);
+    let (abort, timeline, demo) = (help(&["abort"]), help(&["timeline"]), help(&["demo"]));
+    for service in Services::services() {
+        let (kind, target) = (&service.kind, format!("{}/NAME", service.service));
+        assert!(status.contains(kind.as_str()), "{kind}: {status}");
+        assert!(line(&top, "plan ").contains(kind.as_str()), "{kind}: {top}");
+        for (command, text) in [("plan", &plan), ("abort", &abort), ("timeline", &timeline)] {
+            assert!(
+                line(text, "<NAME>").contains(&target),
+                "{command}: {target}\n{text}"
+            );
+        }
+        assert!(
+            demo.lines()
+                .filter(|l| l.trim_start().starts_with("[possible values:"))
+                .any(|l| l.contains(service.service)),
+            "--service: {demo}"
+        );
+        // Every service has a schema Job a failure can be injected into.
+        assert!(
+            line(&demo, "- fail-schema:").contains(&format!("{}-", service.service)),
+            "{demo}"
+        );
+    }
 }

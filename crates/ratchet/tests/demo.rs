@@ -1,9 +1,14 @@
 //! The README's main command, end to end: a local cluster, the operator, an
 //! install and an upgrade (a failing Cinder upgrade that is aborted; an Ironic
 //! upgrade failing past the point of no return, fixed and retried), judged by
-//! the demo's final verdict.
+//! the demo's final verdict; and what the demo refuses before it starts
+//! anything.
 
-use std::process::Command;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 fn demo(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ratchet"))
@@ -121,5 +126,69 @@ fn demo_upgrades_an_ironic_and_recovers_forward_past_the_point_of_no_return() {
     assert!(
         out.contains("VERDICT: upgrade 2026.1 → 2026.2 FAILED in OnlineMigrations (DatabaseNotCompatible); retried after the fix and completed"),
         "{out}"
+    );
+}
+
+/// `ratchet` with `args` and `envs`, as the user `uid` when given.
+fn ratchet_as(uid: Option<u32>, args: &[&str], envs: &[(&str, &Path)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ratchet"));
+    command.args(args).env("RUST_BACKTRACE", "1");
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    if let Some(uid) = uid {
+        command.uid(uid).gid(uid);
+    }
+    command.output().expect("the ratchet binary runs")
+}
+
+/// A failed command says what failed in one line, never anyhow's report with
+/// its stack trace (which `RUST_BACKTRACE=1` adds).
+#[test]
+fn a_failure_is_one_line() {
+    let out = ratchet_as(None, &["demo", "--release", "2026.x"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "ratchet: \"2026.x\" is not a release: expected YYYY.N with N 1 or 2, e.g. 2026.1"
+    );
+}
+
+/// `demo --real` checks the machine before it starts anything: run by
+/// another user than root it stops at once, with one line naming the command
+/// to run as root (the test drops to `nobody` when it runs as root).
+#[test]
+fn demo_real_without_root_stops_at_once_saying_what_to_run() {
+    let cache = tempfile::tempdir().expect("a cache directory");
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("open to nobody");
+    // SAFETY: geteuid has no preconditions.
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534);
+    let started = Instant::now();
+    let out = ratchet_as(
+        uid,
+        &["demo", "--real", "--service", "ironic"],
+        &[("RATCHET_CACHE_DIR", cache.path()), ("HOME", cache.path())],
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{stderr}");
+    assert_eq!(stdout, "", "nothing started");
+    let line = stderr.trim_end();
+    assert!(!line.contains('\n'), "{line}");
+    assert!(
+        line.starts_with("ratchet: demo --real needs root")
+            && line.ends_with(" demo --real --service ironic`")
+            && line.contains("run `sudo -E env \"PATH=$PATH\" "),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read_dir(cache.path()).map(|d| d.count()).ok(),
+        Some(0),
+        "nothing written to the cache"
     );
 }

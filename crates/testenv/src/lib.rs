@@ -10,6 +10,8 @@
 //! - [`services`]: ready endpoints of a Service, picked as kube-proxy would.
 //! - [`TestEnv`]: one of each per test binary, shared by its tests.
 //! - [`EtcdClient`]: raw reads of what etcd really stores.
+//! - [`prerequisites`]: what real pods need of this machine (root, Debian
+//!   packages, room for the images), checked before anything starts.
 
 pub mod backing;
 pub mod binaries;
@@ -21,6 +23,7 @@ pub mod kubelet;
 pub mod load;
 mod node;
 pub mod pki;
+pub mod prerequisites;
 mod process;
 pub mod process_kubelet;
 pub mod services;

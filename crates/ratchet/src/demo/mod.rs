@@ -29,26 +29,83 @@ mod upgrade;
 const NAMESPACE: &str = "demo";
 
 /// A failure to inject into the upgrade.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inject {
-    /// The schema Job fails every attempt (Cinder's expand, Ironic's
-    /// `ironic-dbsync upgrade`).
-    #[value(alias = "fail-expand")]
+    /// The schema Job fails every attempt.
     FailSchema,
-    /// The upgrade check exits with an unexpected code (Cinder's migrate Job,
-    /// Ironic's upgrade-check Job).
-    #[value(alias = "fail-migrate")]
+    /// The upgrade check exits with an unexpected code.
     FailCheck,
     /// The upgrade check reports warnings (exit 1), which do not block: the
     /// upgrade goes on, with an `UpgradeCheckWarnings` event.
     WarnCheck,
-    /// The data migrations fail every attempt (Cinder's contract, Ironic's
-    /// online data migrations, which are past the point of no return).
-    #[value(alias = "fail-contract")]
+    /// The data migrations fail every attempt (past the point of no return
+    /// for some services, which then recover forward).
     FailDataMigrations,
-    /// New pods of one workload never become ready (Cinder's backup, Ironic's
-    /// conductors): the roll stalls.
+    /// New pods of one workload never become ready: the roll stalls.
     StuckRollout,
+}
+
+impl Inject {
+    /// The flag's value, an earlier name it still accepts, and what it does.
+    fn describe(self) -> (&'static str, Option<&'static str>, &'static str) {
+        match self {
+            Inject::FailSchema => (
+                "fail-schema",
+                Some("fail-expand"),
+                "the schema Job fails every attempt",
+            ),
+            Inject::FailCheck => (
+                "fail-check",
+                Some("fail-migrate"),
+                "the upgrade check exits with an unexpected code",
+            ),
+            Inject::WarnCheck => (
+                "warn-check",
+                None,
+                "the upgrade check reports warnings, which do not block",
+            ),
+            Inject::FailDataMigrations => (
+                "fail-data-migrations",
+                Some("fail-contract"),
+                "the data migrations fail every attempt",
+            ),
+            Inject::StuckRollout => (
+                "stuck-rollout",
+                None,
+                "new pods of one workload never become ready",
+            ),
+        }
+    }
+}
+
+// By hand rather than derived: each value's help names the Job or workload it
+// hits in every registered service, which only the registry knows.
+impl ValueEnum for Inject {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Inject::FailSchema,
+            Inject::FailCheck,
+            Inject::WarnCheck,
+            Inject::FailDataMigrations,
+            Inject::StuckRollout,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let (name, alias, what) = self.describe();
+        let hit: Vec<String> = subject::names()
+            .into_iter()
+            // Any release: a service's Jobs and workloads do not change with it.
+            .filter_map(|service| Service::new(service, "2026.1", 1, false).ok())
+            .map(|service| service.injected_into(*self))
+            .filter(|workload| !workload.is_empty())
+            .collect();
+        Some(
+            clap::builder::PossibleValue::new(name)
+                .aliases(alias)
+                .help(format!("{what} ({})", hit.join(", "))),
+        )
+    }
 }
 
 #[derive(Args)]
@@ -112,10 +169,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
     {
         bail!(
             "--inject {}: {} has nothing it applies to (no upgrade check)",
-            inject
-                .to_possible_value()
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default(),
+            inject.describe().0,
             service.kind()
         );
     }
@@ -131,6 +185,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
             .flatten()
             .map(Release::to_string)
             .collect();
+        // What the machine lacks is said (or installed) before anything
+        // starts, rather than found by a build or a pod half way.
+        real::check_machine(service.name(), &releases).await?;
         real::prepare_images(service.name(), &releases).await?;
     }
     let local = Local::start(LocalOptions {

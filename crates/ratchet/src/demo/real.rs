@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context;
+use anyhow::{Context, bail, ensure};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -17,37 +17,96 @@ use kube::{Api, Client, ResourceExt};
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Provisioned};
 use ratchet_testenv::load::{self, AnyLoad, Made, SharedTally, percentile};
-use ratchet_testenv::process_kubelet::images::Catalogue;
+use ratchet_testenv::prerequisites::{self, Machine, Purpose, VENV_IMAGE_BYTES, Verdict};
+use ratchet_testenv::process_kubelet::images::{self, Catalogue, ImageKind};
 use serde_json::Value;
 
 use super::NAMESPACE;
 use super::subject::Service;
 use crate::timeline::Timeline;
 
-/// Where the catalogue's images live: `ratchet.test/<service>:<release>`.
-pub const REPOSITORY_HOST: &str = "ratchet.test";
 /// The quiet window before the upgrade: the client's latencies in steady state.
 pub const STEADY_WINDOW: Duration = Duration::from_secs(20);
 /// How long the client may take, once stopped, to see what it made settle.
 const SETTLE: Duration = Duration::from_secs(60);
 
-/// The image repository of `service`'s real processes.
-pub fn repository(service: &str) -> String {
-    format!("{REPOSITORY_HOST}/{service}")
+/// Every image a real run of `service` at `releases` needs: its own, and
+/// MariaDB's and RabbitMQ's.
+fn images_of(service: &str, releases: &[String]) -> Vec<String> {
+    let mut images: Vec<String> = releases
+        .iter()
+        .map(|r| format!("{}:{r}", images::repository(service)))
+        .collect();
+    images.extend([
+        backing::MARIADB_IMAGE.to_string(),
+        backing::RABBITMQ_IMAGE.to_string(),
+    ]);
+    images
+}
+
+/// Checks what a real run needs of this machine before anything starts:
+/// root, the Debian packages real pods need (`testenv/debian-packages.txt`:
+/// the sandbox, the pod network, python3.11 with venv support, MariaDB,
+/// RabbitMQ), and room in the cache for the images still to build. As root
+/// it installs missing packages; otherwise, or without room, it stops with
+/// one line saying what to do.
+pub async fn check_machine(service: &str, releases: &[String]) -> anyhow::Result<()> {
+    let images = images_of(service, releases);
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let catalogue = Catalogue::load()?;
+        let to_build = images
+            .iter()
+            .filter(|i| catalogue.entry(i).is_ok_and(|e| e.kind == ImageKind::Venv))
+            .filter(|i| !catalogue.is_cached(i))
+            .count();
+        let needed = VENV_IMAGE_BYTES.saturating_mul(u64::try_from(to_build)?);
+        let inspect = || {
+            Machine::inspect(&[Purpose::Pods], &images::default_cache_dir())
+                .map_err(anyhow::Error::msg)
+        };
+        match prerequisites::verdict(&inspect()?, needed, &as_root()) {
+            Verdict::Ready => Ok(()),
+            Verdict::Stop(line) => bail!("demo --real {line}"),
+            Verdict::Install(packages) => {
+                prerequisites::install(&packages, "ratchet demo --real")
+                    .map_err(anyhow::Error::msg)?;
+                let still = inspect()?.missing;
+                ensure!(
+                    still.is_empty(),
+                    "demo --real: still missing after apt-get installed them: {}",
+                    still.join(" ")
+                );
+                Ok(())
+            }
+        }
+    })
+    .await?
+}
+
+/// This command line again, as root: `sudo` keeping the environment, and
+/// `PATH`, where cargo and Go usually are, which sudo would reset.
+fn as_root() -> String {
+    let words: Vec<String> = std::env::args_os()
+        .map(|arg| shell_word(&arg.to_string_lossy()))
+        .collect();
+    format!("sudo -E env \"PATH=$PATH\" {}", words.join(" "))
+}
+
+/// `word` as a shell reads it back: quoted when it holds anything special.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// Builds (or finds cached) every image a real run of `service` from `from`
 /// to `to` needs, MariaDB's and RabbitMQ's too, with the builds' progress on
 /// stderr: before any cluster starts, so no timeout runs while pip does.
 pub async fn prepare_images(service: &str, releases: &[String]) -> anyhow::Result<()> {
-    let mut images: Vec<String> = releases
-        .iter()
-        .map(|r| format!("{}:{r}", repository(service)))
-        .collect();
-    images.extend([
-        backing::MARIADB_IMAGE.to_string(),
-        backing::RABBITMQ_IMAGE.to_string(),
-    ]);
+    let images = images_of(service, releases);
     println!(
         "Preparing the real images ({}); a first run builds each from PyPI (1–2 minutes each, pip's progress below).",
         images.join(", ")
@@ -436,5 +495,17 @@ mod tests {
         // Work after the upgrade ended (a trailing sync) is cut at its end.
         assert_eq!(covered([(90.0, 110.0)].into_iter(), 100.0), 10.0);
         assert_eq!(covered(std::iter::empty(), 100.0), 0.0);
+    }
+
+    #[test]
+    fn the_command_to_run_as_root_reads_back_as_typed() {
+        assert_eq!(shell_word("--service"), "--service");
+        assert_eq!(
+            shell_word("/work/target/debug/ratchet"),
+            "/work/target/debug/ratchet"
+        );
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
     }
 }

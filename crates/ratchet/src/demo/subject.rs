@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::Inject;
 use crate::local::EXAMPLE_REPOSITORY;
 use ratchet_services::{Registry, Services};
+use ratchet_testenv::process_kubelet::images;
 
 /// The OpenStack service of the demo, and its resource (named after the service).
 #[derive(Clone, Debug)]
@@ -48,7 +49,7 @@ impl Service {
             fn call<S: OpenStackService>(self) -> Self::Output {
                 let name = S::SERVICE;
                 let example = if self.real {
-                    S::real_example(name, self.release, &super::real::repository(name))
+                    S::real_example(name, self.release, &images::repository(name))
                         .with_context(|| format!("{name} has no real run yet"))?
                 } else {
                     let repository = format!("{EXAMPLE_REPOSITORY}/{name}");

@@ -24,6 +24,14 @@ use crate::error::{Result, TestEnvError};
 /// Where a venv image's root is mounted in its containers.
 pub const VENV_MOUNT: &str = "/opt/venv";
 
+/// Where the catalogue's images live: `ratchet.test/<name>:<tag>`.
+pub const REPOSITORY_HOST: &str = "ratchet.test";
+
+/// The catalogue's repository of `name`'s images (`ratchet.test/cinder`).
+pub fn repository(name: &str) -> String {
+    format!("{REPOSITORY_HOST}/{name}")
+}
+
 /// One catalogue entry.
 #[derive(Clone, Debug, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
