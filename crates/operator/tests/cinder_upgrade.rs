@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use common::{Harness, Log, StatusRecorder, TIMEOUT, Workload, WorkloadChange, cinder_manifest};
+use common::{
+    EVERY_PHASE, Harness, Log, StatusRecorder, TIMEOUT, Workload, WorkloadChange, cinder_manifest,
+};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::events::v1::Event;
@@ -177,18 +179,7 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
 
     // Phases in order, installedRelease promoted only at the end.
     let phases = statuses.phases();
-    ensure!(
-        phases
-            == [
-                "",
-                "Expanding",
-                "Migrating",
-                "RollingUpdate",
-                "Contracting",
-                ""
-            ],
-        "phases {phases:?}"
-    );
+    ensure!(phases == EVERY_PHASE, "phases {phases:?}");
     for (phase, installed, target, _) in statuses.statuses() {
         if !phase.is_empty() {
             ensure!(

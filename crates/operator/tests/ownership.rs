@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use common::{Harness, StatusRecorder, TIMEOUT, cinder_manifest, condition};
+use common::{Harness, TIMEOUT, cinder_manifest, condition};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -161,22 +161,7 @@ async fn a_resource_created_again_at_once_reads_only_its_own_children() -> Resul
         );
     }
 
-    let statuses = StatusRecorder::start(h.api(), "c").await?;
-    h.bump("c", "2026.2").await?;
-    h.wait_installed("c", "2026.2").await?;
-    let phases = statuses.phases();
-    ensure!(
-        phases
-            == [
-                "",
-                "Expanding",
-                "Migrating",
-                "RollingUpdate",
-                "Contracting",
-                ""
-            ],
-        "phases {phases:?}"
-    );
+    h.upgrade_through_every_phase("c", "2026.2").await?;
     h.wait_event("c", "UpgradeCheckCompleted").await?;
     let reports = reasons_about(&h, &uid)
         .await?
@@ -324,22 +309,7 @@ async fn orphans_are_adopted_but_an_orphaned_job_never_counts() -> Result<()> {
         PodSelector::workload(h.name(), "c-db-migrate"),
         Behaviour::succeed_with_message(CHECK_OK),
     );
-    let statuses = StatusRecorder::start(h.api(), "c").await?;
-    h.bump("c", "2026.2").await?;
-    h.wait_installed("c", "2026.2").await?;
-    let phases = statuses.phases();
-    ensure!(
-        phases
-            == [
-                "",
-                "Expanding",
-                "Migrating",
-                "RollingUpdate",
-                "Contracting",
-                ""
-            ],
-        "phases {phases:?}"
-    );
+    h.upgrade_through_every_phase("c", "2026.2").await?;
     let reasons = reasons_about(&h, &uid).await?;
     ensure!(
         reasons.iter().filter(|r| *r == "ExpandComplete").count() == 1,

@@ -164,6 +164,16 @@ impl Harness {
         .await?)
     }
 
+    /// Upgrades Cinder `name` to `release` and checks it passed every phase in order.
+    pub async fn upgrade_through_every_phase(&self, name: &str, release: &str) -> Result<()> {
+        let statuses = StatusRecorder::start(self.api(), name).await?;
+        self.bump(name, release).await?;
+        self.wait_installed(name, release).await?;
+        let phases = statuses.phases();
+        anyhow::ensure!(phases == EVERY_PHASE, "phases {phases:?}");
+        Ok(())
+    }
+
     pub async fn wait_phase(&self, name: &str, phase: CinderUpgradePhase) -> Result<Cinder> {
         Ok(until(
             &self.api::<Cinder>(),
@@ -294,6 +304,16 @@ pub fn cinder_manifest(
         backends,
     )
 }
+
+/// The phases a Cinder's status passes through in one whole upgrade (seed 000).
+pub const EVERY_PHASE: [&str; 6] = [
+    "",
+    "Expanding",
+    "Migrating",
+    "RollingUpdate",
+    "Contracting",
+    "",
+];
 
 /// Records every distinct status of a Cinder as it changes (phase, installed,
 /// target, DatabaseReady reason), from a watch started before the change.
