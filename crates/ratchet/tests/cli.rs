@@ -351,9 +351,10 @@ async fn plan_and_abort_an_ironic() -> Result<()> {
     Ok(())
 }
 
-/// `timeline` after a real upgrade: the phases from the events, every workload
-/// rolled, the Jobs with their attempts and exit codes, the upgrade check's
-/// warning; as text and as an SVG that parses and names the same.
+/// `timeline` after a real upgrade: the phases from the events, every roll of
+/// every workload (the ordered roll and the second roll), the Jobs with their
+/// attempts and exit codes, the upgrade check's warning; as text and as an SVG
+/// that parses and names the same.
 #[tokio::test]
 async fn timeline_of_an_upgrade_as_text_and_svg() -> Result<()> {
     let env = TestEnv::shared()?;
@@ -427,6 +428,22 @@ async fn timeline_of_an_upgrade_as_text_and_svg() -> Result<()> {
         "{expand}\n{text}"
     );
     ensure!(text.contains("Warning  UpgradeCheckWarnings"), "{text}");
+    // Scheduler, volume and backup rolled twice: the upgrade's ordered roll,
+    // then the second roll that releases the RPC pins; a row each, in order.
+    let rolled = |when: &str| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.contains(when))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect()
+    };
+    ensure!(
+        rolled(" in RollingUpdate · ") == ["c-scheduler", "c-volume-lvm", "c-backup", "c"],
+        "the ordered roll:\n{text}"
+    );
+    ensure!(
+        rolled(" after the upgrade completed · ") == ["c-scheduler", "c-volume-lvm", "c-backup"],
+        "the second roll:\n{text}"
+    );
 
     let svg = std::fs::read_to_string(&svg_path)?;
     let document = roxmltree::Document::parse(&svg)?;
@@ -438,6 +455,16 @@ async fn timeline_of_an_upgrade_as_text_and_svg() -> Result<()> {
     for label in phases.iter().chain(&workloads).chain(&jobs) {
         ensure!(labels.contains(label), "no {label} in the SVG: {labels:?}");
     }
+    for worker in &workloads[..3] {
+        let rows = labels.iter().filter(|l| **l == *worker).count();
+        ensure!(rows == 2, "{worker}: {rows} rows in the SVG: {labels:?}");
+    }
+    ensure!(
+        labels
+            .iter()
+            .any(|l| l.contains("roll 2 of 2 after the upgrade completed")),
+        "{labels:?}"
+    );
     ensure!(
         labels
             .iter()

@@ -1,8 +1,9 @@
 //! Reading one resource's last upgrade from the cluster: the resource, its
-//! events, the Jobs and workloads it owns and their pods, into a [`Record`].
+//! events, the Jobs and workloads it owns, each workload's revisions
+//! (ReplicaSets, ControllerRevisions) and their pods, into a [`Record`].
 
 use anyhow::Context;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -13,13 +14,14 @@ use ratchet_operator::labels::instance_selector;
 use ratchet_operator::registry::Registered;
 
 use super::record::{
-    AttemptRecord, EventRecord, JobRecord, JobVerdict, PodRecord, Record, WorkloadRecord,
+    AttemptRecord, EventRecord, JobRecord, JobVerdict, PodRecord, Record, RevisionRecord,
+    WorkloadRecord,
 };
 use crate::resource_status::status_text;
 
 /// The Deployment controller's revision of a ReplicaSet.
 const REVISION: &str = "deployment.kubernetes.io/revision";
-/// The StatefulSet controller's revision of a pod.
+/// The StatefulSet controller's revision of a pod: its ControllerRevision's name.
 const POD_REVISION: &str = "controller-revision-hash";
 
 pub async fn collect(
@@ -43,16 +45,26 @@ pub async fn collect(
     let jobs: Vec<Job> = list_owned(client, namespace, &owned, &uid).await?;
     let deployments: Vec<Deployment> = list_owned(client, namespace, &owned, &uid).await?;
     let stateful_sets: Vec<StatefulSet> = list_owned(client, namespace, &owned, &uid).await?;
+    // Revisions carry their workload's pod labels, so the same selector finds them.
     let replica_sets: Vec<ReplicaSet> = Api::namespaced(client.clone(), namespace)
         .list(&owned)
         .await
         .context("listing replica sets")?
         .items;
+    let controller_revisions: Vec<ControllerRevision> = Api::namespaced(client.clone(), namespace)
+        .list(&owned)
+        .await
+        .context("listing controller revisions")?
+        .items;
     let mut workloads: Vec<WorkloadRecord> = deployments
         .iter()
         .map(|d| deployment_record(d, &replica_sets, &pods))
         .collect();
-    workloads.extend(stateful_sets.iter().map(|s| stateful_set_record(s, &pods)));
+    workloads.extend(
+        stateful_sets
+            .iter()
+            .map(|s| stateful_set_record(s, &controller_revisions, &pods)),
+    );
     Ok(Record {
         subject: format!("{} {namespace}/{name}", service.kind),
         installed_release: status_text(&resource.data, "installedRelease"),
@@ -174,67 +186,93 @@ fn attempt(pod: &Pod) -> AttemptRecord {
     }
 }
 
-/// A Deployment's current pods: those of its newest ReplicaSet.
+/// A Deployment's revisions: its ReplicaSets, each with its own pods.
 fn deployment_record(
     deployment: &Deployment,
     replica_sets: &[ReplicaSet],
     pods: &[Pod],
 ) -> WorkloadRecord {
     let uid = deployment.metadata.uid.as_deref().unwrap_or_default();
-    let revision = |rs: &ReplicaSet| {
-        rs.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(REVISION))
-            .and_then(|r| r.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let newest = replica_sets
+    let revisions = replica_sets
         .iter()
         .filter(|rs| owned_by(&rs.metadata, uid))
-        .max_by_key(|rs| revision(rs))
-        .and_then(|rs| rs.metadata.uid.as_deref());
-    let current = pods
-        .iter()
-        .filter(|p| newest.is_some_and(|rs| owned_by(&p.metadata, rs)));
-    workload_record("Deployment", &deployment.metadata, current)
-}
-
-/// A StatefulSet's current pods: those of the revision it rolls to.
-fn stateful_set_record(set: &StatefulSet, pods: &[Pod]) -> WorkloadRecord {
-    let uid = set.metadata.uid.as_deref().unwrap_or_default();
-    let revision = set
-        .status
-        .as_ref()
-        .and_then(|s| s.update_revision.as_deref());
-    let current = pods.iter().filter(|p| {
-        owned_by(&p.metadata, uid)
-            && revision.is_some()
-            && p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(POD_REVISION))
-                .map(String::as_str)
-                == revision
-    });
-    workload_record("StatefulSet", &set.metadata, current)
-}
-
-fn workload_record<'a>(
-    kind: &str,
-    meta: &ObjectMeta,
-    pods: impl Iterator<Item = &'a Pod>,
-) -> WorkloadRecord {
+        .map(|rs| {
+            let rs_uid = rs.metadata.uid.as_deref().unwrap_or_default();
+            RevisionRecord {
+                number: rs
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(REVISION))
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(0),
+                created: created(&rs.metadata),
+                sequence: None,
+                pods: pod_records(pods.iter().filter(|p| owned_by(&p.metadata, rs_uid))),
+            }
+        })
+        .collect();
     WorkloadRecord {
-        kind: kind.into(),
-        name: meta.name.clone().unwrap_or_default(),
-        pods: pods
-            .map(|p| PodRecord {
-                created: created(&p.metadata),
-                ready_at: ready_since(p),
-            })
-            .collect(),
+        kind: "Deployment".into(),
+        name: deployment.metadata.name.clone().unwrap_or_default(),
+        replicas: deployment
+            .spec
+            .as_ref()
+            .and_then(|s| s.replicas)
+            .unwrap_or(1),
+        revisions,
     }
+}
+
+/// A StatefulSet's revisions: its ControllerRevisions, each with the pods
+/// labelled with its name.
+fn stateful_set_record(
+    set: &StatefulSet,
+    controller_revisions: &[ControllerRevision],
+    pods: &[Pod],
+) -> WorkloadRecord {
+    let uid = set.metadata.uid.as_deref().unwrap_or_default();
+    let revisions = controller_revisions
+        .iter()
+        .filter(|r| owned_by(&r.metadata, uid))
+        .map(|r| {
+            let name = r.metadata.name.as_deref();
+            let current = pods.iter().filter(|p| {
+                owned_by(&p.metadata, uid)
+                    && name.is_some()
+                    && p.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(POD_REVISION))
+                        .map(String::as_str)
+                        == name
+            });
+            RevisionRecord {
+                number: r.revision,
+                created: created(&r.metadata),
+                sequence: r
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .and_then(|v| v.parse().ok()),
+                pods: pod_records(current),
+            }
+        })
+        .collect();
+    WorkloadRecord {
+        kind: "StatefulSet".into(),
+        name: set.metadata.name.clone().unwrap_or_default(),
+        replicas: set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        revisions,
+    }
+}
+
+fn pod_records<'a>(pods: impl Iterator<Item = &'a Pod>) -> Vec<PodRecord> {
+    pods.map(|p| PodRecord {
+        created: created(&p.metadata),
+        ready_at: ready_since(p),
+    })
+    .collect()
 }
 
 /// When the pod's Ready condition turned True, if it is True.

@@ -58,11 +58,35 @@ pub struct AttemptRecord {
     pub message: Option<String>,
 }
 
-/// A Deployment or StatefulSet and the pods of its current revision.
+/// A Deployment or StatefulSet and the revisions its controller still keeps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadRecord {
     pub kind: String,
     pub name: String,
+    /// `spec.replicas`: how many ready pods a finished roll leaves.
+    pub replicas: i32,
+    /// Its ReplicaSets or ControllerRevisions, in any order: each revision
+    /// its template has had, up to the controller's `revisionHistoryLimit`.
+    pub revisions: Vec<RevisionRecord>,
+}
+
+/// One revision of a workload's pod template: a Deployment's ReplicaSet or a
+/// StatefulSet's ControllerRevision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RevisionRecord {
+    /// The controller's number for it (`deployment.kubernetes.io/revision`,
+    /// `ControllerRevision.revision`): the newest is the highest.
+    pub number: i64,
+    /// When the object was made: when the roll to it began, unless a roll back
+    /// reused it (its number then moves up, its creation does not).
+    pub created: Timestamp,
+    /// A ControllerRevision's `resourceVersion`, which its controller does
+    /// not rewrite but to renumber it: orders revisions made within one
+    /// second (resource versions of one resource compare as integers since
+    /// Kubernetes 1.35, KEP-5504). `None` for a ReplicaSet, rewritten with
+    /// every status change.
+    pub sequence: Option<u64>,
+    /// Its pods still present.
     pub pods: Vec<PodRecord>,
 }
 

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::build::{Marker, Outcome, Span, State, Timeline};
 use super::text::outcome;
 
-const WIDTH: f64 = 1100.0;
+const WIDTH: f64 = 1200.0;
 const CHART_LEFT: f64 = 250.0;
 const CHART_RIGHT: f64 = 720.0;
 const NOTE_LEFT: f64 = 735.0;
@@ -16,7 +16,7 @@ const ROW: f64 = 22.0;
 const BAR: f64 = 14.0;
 const TOP: f64 = 104.0;
 const LABEL_CHARS: usize = 34;
-const NOTE_CHARS: usize = 58;
+const NOTE_CHARS: usize = 74;
 
 const FAILED: &str = "#d0453b";
 const RUNNING: &str = "#e0a030";
@@ -269,7 +269,7 @@ fn bar(out: &mut String, scale: &Scale, y: f64, span: &Span, done: &str) {
         NOTE_LEFT,
         y + 15.0,
         "fill=\"#333333\"",
-        &clip(&note, NOTE_CHARS),
+        &clip_note(&note, NOTE_CHARS),
     );
 }
 
@@ -281,6 +281,33 @@ fn text(out: &mut String, x: f64, y: f64, attributes: &str, content: &str) {
         if attributes.is_empty() { "" } else { " " },
         escape(content)
     );
+}
+
+/// A note of ` · `-separated parts in at most `max` characters: whole parts
+/// when they fill most of the room (the rest is in the bar's tooltip), else
+/// cut mid-part (a Job's message is worth its first words).
+fn clip_note(note: &str, max: usize) -> String {
+    let line = clip(note, usize::MAX);
+    if line.chars().count() <= max {
+        return line;
+    }
+    let mut kept = String::new();
+    for part in line.split(" · ") {
+        let longer = if kept.is_empty() {
+            part.to_string()
+        } else {
+            format!("{kept} · {part}")
+        };
+        if longer.chars().count() + " · …".chars().count() > max {
+            break;
+        }
+        kept = longer;
+    }
+    if kept.chars().count() * 3 >= max * 2 {
+        format!("{kept} · …")
+    } else {
+        clip(&line, max)
+    }
 }
 
 /// At most `max` characters, on one line.
@@ -358,6 +385,46 @@ mod tests {
             .filter(|n| n.has_tag_name("line") && n.attribute("stroke") == Some(FAILED))
             .count();
         assert_eq!(warning_lines, 1);
+    }
+
+    #[test]
+    fn a_workload_that_rolled_twice_has_a_row_per_roll_saying_which() {
+        let timeline = build(&cinder(), &rolled_twice()).expect("an upgrade");
+        let seen = texts(&render(&timeline));
+        let rows = |label: &str| seen.iter().filter(|t| *t == label).count();
+        assert_eq!(
+            (rows("c-scheduler"), rows("c-volume-lvm"), rows("c")),
+            (2, 2, 1)
+        );
+        for note in [
+            "1.0s roll 1 of 2 in RollingUpdate · StatefulSet revision 2 · …",
+            "1.0s roll 2 of 2 after the upgrade completed · StatefulSet revision 3 · …",
+            "2.0s in RollingUpdate · Deployment revision 2 · 2 pods",
+        ] {
+            assert!(seen.iter().any(|t| t == note), "no {note:?} in {seen:?}");
+        }
+        assert!(
+            seen.iter().any(
+                |t| t.starts_with("c-scheduler: 4.0s → 5.0s (1.0s) roll 1 of 2")
+                    && t.ends_with(
+                        "done by the time c-volume-lvm began rolling (its pods are replaced since)"
+                    )
+            ),
+            "the whole note in the tooltip: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_note_keeps_whole_parts_or_a_jobs_first_words() {
+        assert_eq!(clip_note("a · b · c", 9), "a · b · c");
+        assert_eq!(
+            clip_note("abcdefgh · ijkl · mnop", 20),
+            "abcdefgh · ijkl · …"
+        );
+        assert_eq!(
+            clip_note("ok · 1 attempt · a long message", 24),
+            "ok · 1 attempt · a long…"
+        );
     }
 
     #[test]
