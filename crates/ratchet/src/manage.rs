@@ -37,7 +37,7 @@ pub struct StatusArgs {
 
 #[derive(Args)]
 pub struct PlanArgs {
-    /// The resource: NAME (a Cinder) or KIND/NAME (cinder/NAME, ironic/NAME).
+    /// The resource: NAME (a Cinder) or KIND/NAME (its help names the services).
     name: String,
     /// The release to plan for.
     #[arg(long)]
@@ -48,7 +48,7 @@ pub struct PlanArgs {
 
 #[derive(Args)]
 pub struct AbortArgs {
-    /// The resource: NAME (a Cinder) or KIND/NAME (cinder/NAME, ironic/NAME).
+    /// The resource: NAME (a Cinder) or KIND/NAME (its help names the services).
     name: String,
     #[arg(short, long)]
     namespace: Option<String>,

@@ -24,7 +24,7 @@ use record::Record;
 
 #[derive(Args)]
 pub struct TimelineArgs {
-    /// The resource: NAME (a Cinder) or KIND/NAME (cinder/NAME, ironic/NAME).
+    /// The resource: NAME (a Cinder) or KIND/NAME (its help names the services).
     name: String,
     #[arg(short, long)]
     namespace: Option<String>,
