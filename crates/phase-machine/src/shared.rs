@@ -345,6 +345,7 @@ pub fn blocked(profile: &Profile, obs: &Observed, why: Blocked) -> Decision {
         )
     };
     let message = why.message;
+    let database = Verdict::no(why.reason, message.clone());
     Draft {
         installed_release: obs.status.installed_release.clone(),
         target_release: obs.status.target_release.clone(),
@@ -391,4 +392,3 @@ mod tests {
         assert_eq!(check_exit_code("exit two"), None);
     }
 }
-    let database = Verdict::no(why.reason, message.clone());
