@@ -172,13 +172,14 @@ impl JobTemplate {
     /// An oslo.upgradecheck `<binary> --config-dir <dir> upgrade check` (0 ok,
     /// 1 warning, 2 failure, 255 error) in the one wrapper every service
     /// shares. It prints the check's table to the log and records
-    /// `<binary> upgrade check exit <rc>` in the termination message; it exits
-    /// 0 for the codes the service `tolerates`, which the machine reports once
-    /// (warnings for the non-zero ones), and otherwise fails the Job at once
-    /// with the check's own code, adding `; failed: <check>, …` (the names of
-    /// the checks whose result is Failure) to the message, so the phase's
-    /// failure names what to fix (a failed check fails the Job at once: it
-    /// fails again until its cause is fixed).
+    /// `<binary> upgrade check exit <rc>` in the termination message, followed
+    /// by `; failed: <check>, …` and `; warned: <check>, …` (the checks whose
+    /// result is Failure or Warning, read off the table), so the report names
+    /// what to look at without the log. It exits 0 for the codes the service
+    /// `tolerates`, which the machine reports once (warnings for the non-zero
+    /// ones), and otherwise with the check's own code: a Failure (2) fails the
+    /// Job at once, since it fails again until its cause is fixed, and a phase
+    /// that gives the code a reason quotes the message (Ironic's does).
     pub fn upgrade_check(
         suffix: &'static str,
         binary: &str,
@@ -186,16 +187,13 @@ impl JobTemplate {
         tolerates: &[i32],
     ) -> JobTemplate {
         let tolerated: Vec<String> = tolerates.iter().map(i32::to_string).collect();
+        // Without awk the names are missing, never the exit code.
         let script = format!(
             "out=$({binary} --config-dir {config_dir} upgrade check 2>&1); rc=$?; \
              printf '%s\\n' \"$out\"; \
-             case $rc in {tolerated}) \
-             echo \"{message}\" > /dev/termination-log; exit 0 ;; esac; \
-             failed=$(printf '%s\\n' \"$out\" | awk -F'|' \
-             '/ Check: /{{c=$2; sub(/^ *Check: */, \"\", c); sub(/ *$/, \"\", c)}} \
-             / Result: Failure/{{printf \"%s%s\", s, c; s=\", \"}}'); \
-             echo \"{message}${{failed:+; failed: $failed}}\" > /dev/termination-log; \
-             exit $rc",
+             named=$(printf '%s\\n' \"$out\" | awk -F'|' '{CHECK_NAMES_AWK}'); \
+             printf '%s\\n' \"{message}$named\" > /dev/termination-log; \
+             case $rc in {tolerated}) exit 0 ;; esac; exit $rc",
             tolerated = tolerated.join("|"),
             message = check_message(binary, "$rc"),
         );
@@ -283,10 +281,23 @@ impl JobTemplate {
 }
 
 /// `<binary> upgrade check exit <rc>`: the wrapper's words, which
-/// `check_exit_code` reads back.
+/// `shared::read_check_message` reads back.
 fn check_message(binary: &str, rc: &str) -> String {
     format!("{binary} upgrade check exit {rc}")
 }
+
+/// The awk program that reads oslo.upgradecheck's table (`| Check: <name> |`,
+/// then `| Result: Success|Warning|Failure |`; details are wrapped with an
+/// indent, so they never start a cell with `Check:`) into `; failed: <name>,
+/// …; warned: <name>, …`. The kubelet keeps only a termination message's last
+/// 4096 bytes and an event's note holds 1 KiB: the names are cut at 960
+/// characters, so the exit code before them always survives.
+const CHECK_NAMES_AWK: &str = "\
+$2 ~ /^ Check: / { c = $2; sub(/^ Check: */, \"\", c); sub(/ *$/, \"\", c) } \
+$2 ~ /^ Result: Failure/ { f = f (f == \"\" ? \"\" : \", \") c } \
+$2 ~ /^ Result: Warning/ { w = w (w == \"\" ? \"\" : \", \") c } \
+END { if (f != \"\") s = \"; failed: \" f; if (w != \"\") s = s \"; warned: \" w; \
+if (length(s) > 960) s = substr(s, 1, 957) \"...\"; printf \"%s\", s }";
 
 impl Profile {
     pub fn phase(&self, name: &str) -> Option<(usize, &Phase)> {
@@ -326,41 +337,73 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::JobTemplate;
+    use crate::shared::{CheckMessage, read_check_message};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// What oslo.upgradecheck 2.x prints (captured from a real run).
+    /// What oslo.upgradecheck 2.8.0 prints for cinder 29.0.0's checks with two
+    /// warnings and a failure (captured from a real run: a volume row still
+    /// `creating`, a missing policy file, a non-default periodic interval).
     const TABLE: &str = "\
-+-------------------------------------------+
-| Upgrade Check Results                     |
-+-------------------------------------------+
-| Check: Database Schema                    |
-| Result: Success                           |
-| Details: None                             |
-+-------------------------------------------+
-| Check: Hardware Types and Interfaces      |
-| Result: Failure                           |
-| Details: DriverLoadError ipxe             |
-+-------------------------------------------+
-| Check: Policy File JSON to YAML Migration |
-| Result: Warning                           |
-| Details: something                        |
-+-------------------------------------------+";
++----------------------------------------------------------------------+
+| Upgrade Check Results                                                |
++----------------------------------------------------------------------+
+| Check: Backup Driver Path                                            |
+| Result: Success                                                      |
+| Details: None                                                        |
++----------------------------------------------------------------------+
+| Check: Use of Policy File                                            |
+| Result: Warning                                                      |
+| Details: Configured policy file '/tmp/ck/conf/nowhere.yaml' does not |
+|   exist. This may be expected, but default policies will be          |
+|   used until any desired overrides are added to the                  |
+|   configured file.                                                   |
++----------------------------------------------------------------------+
+| Check: Removed Drivers                                               |
+| Result: Success                                                      |
+| Details: None                                                        |
++----------------------------------------------------------------------+
+| Check: Periodic Interval Use                                         |
+| Result: Warning                                                      |
+| Details: Detected non-default value for the 'periodic_interval'      |
+|   option.  New configuration options have been introduced to         |
+|   replace the use of 'periodic_interval' for some purposes.          |
+|   Please consult the 'Upgrade' section of the Train release          |
+|   notes for more information.                                        |
++----------------------------------------------------------------------+
+| Check: Service UUIDs                                                 |
+| Result: Failure                                                      |
+| Details: Services and volumes must have a service UUID. Please fix   |
+|   this issue by running Queens online data migrations.               |
++----------------------------------------------------------------------+
+| Check: Attachment specs                                              |
+| Result: Success                                                      |
+| Details: None                                                        |
++----------------------------------------------------------------------+
+| Check: Use of Nested Quota Driver                                    |
+| Result: Success                                                      |
+| Details: None                                                        |
++----------------------------------------------------------------------+";
 
-    /// Runs the wrapper with /bin/sh, a stand-in `svc-status` that prints the
-    /// table and exits `rc`, and the termination log in a temporary file;
+    const NAMED: &str =
+        "; failed: Service UUIDs; warned: Use of Policy File, Periodic Interval Use";
+
+    /// Runs the wrapper with /bin/sh, a stand-in `svc-status` that prints
+    /// `table` and exits `rc`, and the termination log in a temporary file;
     /// returns the wrapper's exit code and termination message.
-    fn run(tolerates: &[i32], rc: i32) -> (i32, String) {
+    fn run_with(table: &str, tolerates: &[i32], rc: i32) -> (i32, String) {
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "ratchet-check-{}-{rc}-{}",
+            "ratchet-check-{}-{}",
             std::process::id(),
-            tolerates.len()
+            RUNS.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let table = dir.join("table");
-        std::fs::write(&table, TABLE).expect("table");
+        let printed = dir.join("table");
+        std::fs::write(&printed, table).expect("table");
         let fake = dir.join("svc-status");
         std::fs::write(
             &fake,
-            format!("#!/bin/sh\ncat {}\nexit {rc}\n", table.display()),
+            format!("#!/bin/sh\ncat {}\nexit {rc}\n", printed.display()),
         )
         .expect("fake");
         let status = std::process::Command::new("chmod")
@@ -382,8 +425,9 @@ mod tests {
             .env("PATH", path)
             .output()
             .expect("sh runs");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("Result: Failure"),
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+            table.trim_end(),
             "the table reaches the log"
         );
         let message = std::fs::read_to_string(&log).unwrap_or_default();
@@ -391,21 +435,25 @@ mod tests {
         (out.status.code().unwrap_or(-1), message.trim().to_string())
     }
 
+    fn run(tolerates: &[i32], rc: i32) -> (i32, String) {
+        run_with(TABLE, tolerates, rc)
+    }
+
     #[test]
-    fn tolerated_codes_succeed_with_the_seed_s_message() {
+    fn tolerated_codes_succeed_naming_the_checks_that_failed_or_warned() {
         assert_eq!(
             run(&[0, 1, 2], 2),
-            (0, "svc-status upgrade check exit 2".into())
+            (0, format!("svc-status upgrade check exit 2{NAMED}"))
         );
         assert_eq!(
             run(&[0, 1], 1),
-            (0, "svc-status upgrade check exit 1".into())
+            (0, format!("svc-status upgrade check exit 1{NAMED}"))
         );
         for (tolerates, rc) in [(&[0][..], 0), (&[0, 1], 1), (&[0, 1], 255)] {
             let template = JobTemplate::upgrade_check("check", "svc-status", "/etc/svc", tolerates);
             let (exit, message) = run(tolerates, rc);
             let simulated = template.check_result(rc).expect("a check");
-            // The real wrapper may name failed checks after its own words.
+            // The real wrapper names checks after its own words.
             assert!(
                 simulated.0 == exit && message.starts_with(&simulated.1),
                 "a simulated check does what the wrapper does: {simulated:?} vs {exit} {message}"
@@ -415,13 +463,29 @@ mod tests {
     }
 
     #[test]
-    fn other_codes_fail_with_their_own_code_naming_the_failed_checks() {
+    fn a_clean_check_or_one_without_a_table_names_nothing() {
+        let clean = TABLE
+            .replace("Result: Warning", "Result: Success")
+            .replace("Result: Failure", "Result: Success");
+        assert_eq!(
+            run_with(&clean, &[0, 1], 0),
+            (0, "svc-status upgrade check exit 0".into())
+        );
+        assert_eq!(
+            run_with(
+                "Traceback (most recent call last):\n  File \"x.py\"\n",
+                &[0, 1],
+                255
+            ),
+            (255, "svc-status upgrade check exit 255".into())
+        );
+    }
+
+    #[test]
+    fn other_codes_fail_with_their_own_code_naming_the_checks() {
         assert_eq!(
             run(&[0, 1], 2),
-            (
-                2,
-                "svc-status upgrade check exit 2; failed: Hardware Types and Interfaces".into()
-            )
+            (2, format!("svc-status upgrade check exit 2{NAMED}"))
         );
         let template = JobTemplate::upgrade_check("check", "svc-status", "/etc/svc", &[0, 1]);
         assert_eq!(
@@ -433,6 +497,40 @@ mod tests {
             JobTemplate::upgrade_check("check", "s", "/d", &[0, 1, 2])
                 .fail_fast_exit_codes
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_machine_reads_back_what_the_wrapper_writes() {
+        let (_, message) = run(&[0, 1, 2], 2);
+        assert_eq!(
+            read_check_message(&message),
+            CheckMessage {
+                exit_code: Some(2),
+                failed: vec!["Service UUIDs".into()],
+                warned: vec!["Use of Policy File".into(), "Periodic Interval Use".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn many_long_names_are_cut_so_the_exit_code_survives_the_kubelet() {
+        let mut table = String::from("| Upgrade Check Results |\n");
+        for i in 0..100 {
+            table.push_str(&format!(
+                "| Check: A check with a rather long name number {i} |\n| Result: Failure |\n| Details: None |\n"
+            ));
+        }
+        let (exit, message) = run_with(&table, &[0, 1, 2], 2);
+        assert_eq!(exit, 0);
+        // The kubelet keeps a longer message's end; an event's note holds 1 KiB.
+        assert!(message.len() <= 1000, "{} bytes", message.len());
+        assert!(message.ends_with("..."), "{message}");
+        let read = read_check_message(&message);
+        assert_eq!(read.exit_code, Some(2));
+        assert_eq!(
+            read.failed.first().map(String::as_str),
+            Some("A check with a rather long name number 0")
         );
     }
 }

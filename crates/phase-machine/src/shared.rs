@@ -181,45 +181,117 @@ pub fn serving(obs: &Observed) -> bool {
 
 /// The upgrade-check result of a reporting Job that succeeded and has not been
 /// reported yet. Exit 0 or an unreadable code is a completed check; 1 and 2 are
-/// warnings, never failures.
+/// warnings, never failures. The event names the checks that failed or warned.
 pub fn check_report(profile: &Profile, obs: &Observed) -> Option<CheckReport> {
     profile.phases.iter().find_map(|phase| {
-        let Step::Job { template: job, .. } = &phase.step else { return None };
+        let Step::Job { template: job, .. } = &phase.step else {
+            return None;
+        };
         if !job.reports_check() {
             return None;
         }
         let observed = obs.jobs.get(job.suffix)?;
-        if observed.outcome != JobOutcome::Succeeded || obs.reported_check_job.as_deref() == Some(observed.uid.as_str()) {
+        if observed.outcome != JobOutcome::Succeeded
+            || obs.reported_check_job.as_deref() == Some(observed.uid.as_str())
+        {
             return None;
         }
-        let code = observed.termination_message.as_deref().and_then(check_exit_code);
-        let event = match code {
-            Some(rc @ (1 | 2)) => Event {
-                kind: EventType::Warning,
-                reason: event::UPGRADE_CHECK_WARNINGS.into(),
-                message: format!("{} upgrade check exited {rc}: warnings or failed checks that do not block the upgrade; read the Job's log", profile.service),
-            },
-            Some(rc) => Event {
-                kind: EventType::Normal,
-                reason: event::UPGRADE_CHECK_COMPLETED.into(),
-                message: format!("{} upgrade check exited {rc}", profile.service),
-            },
-            None => Event {
-                kind: EventType::Normal,
-                reason: event::UPGRADE_CHECK_COMPLETED.into(),
-                message: format!("{} upgrade check finished; its exit code could not be read", profile.service),
-            },
-        };
         Some(CheckReport {
             job_uid: observed.uid.clone(),
-            event,
+            event: check_event(profile.service, observed.termination_message.as_deref()),
         })
     })
 }
 
+/// The event reporting a tolerated check from its wrapper's termination message.
+fn check_event(service: &str, message: Option<&str>) -> Event {
+    let read = message.map(read_check_message).unwrap_or_default();
+    let named = read.named();
+    match read.exit_code {
+        Some(rc @ (1 | 2)) => Event {
+            kind: EventType::Warning,
+            reason: event::UPGRADE_CHECK_WARNINGS.into(),
+            message: if named.is_empty() {
+                // A wrapper (or a simulated check) that named none.
+                format!(
+                    "{service} upgrade check exited {rc}: warnings or failed checks that do not block the upgrade; read the Job's log"
+                )
+            } else {
+                format!(
+                    "{service} upgrade check exited {rc}: {named}; these do not block the upgrade; the Job's log has each check's details"
+                )
+            },
+        },
+        Some(rc) if named.is_empty() => Event {
+            kind: EventType::Normal,
+            reason: event::UPGRADE_CHECK_COMPLETED.into(),
+            message: format!("{service} upgrade check exited {rc}"),
+        },
+        Some(rc) => Event {
+            kind: EventType::Normal,
+            reason: event::UPGRADE_CHECK_COMPLETED.into(),
+            message: format!("{service} upgrade check exited {rc}: {named}"),
+        },
+        None => Event {
+            kind: EventType::Normal,
+            reason: event::UPGRADE_CHECK_COMPLETED.into(),
+            message: format!("{service} upgrade check finished; its exit code could not be read"),
+        },
+    }
+}
+
+/// What a check wrapper's termination message says
+/// (`<binary> upgrade check exit <rc>[; failed: <check>, …][; warned: <check>, …]`,
+/// written by [`crate::JobTemplate::upgrade_check`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckMessage {
+    pub exit_code: Option<i32>,
+    /// Checks whose result was Failure, in the check's order.
+    pub failed: Vec<String>,
+    /// Checks whose result was Warning, in the check's order.
+    pub warned: Vec<String>,
+}
+
+impl CheckMessage {
+    /// `failed: a, b; warned: c`, or empty when no check failed or warned.
+    pub fn named(&self) -> String {
+        [("failed", &self.failed), ("warned", &self.warned)]
+            .iter()
+            .filter(|(_, names)| !names.is_empty())
+            .map(|(word, names)| format!("{word}: {}", names.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Reads a check wrapper's termination message; what it cannot read stays
+/// empty (an older wrapper wrote only the exit code).
+pub fn read_check_message(message: &str) -> CheckMessage {
+    let mut parts = message.trim().split("; ");
+    let mut read = CheckMessage {
+        exit_code: parts.next().and_then(check_exit_code),
+        ..CheckMessage::default()
+    };
+    let names = |list: &str| -> Vec<String> {
+        list.split(", ")
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    for part in parts {
+        if let Some(list) = part.strip_prefix("failed: ") {
+            read.failed.extend(names(list));
+        } else if let Some(list) = part.strip_prefix("warned: ") {
+            read.warned.extend(names(list));
+        }
+    }
+    read
+}
+
 /// The exit code in a wrapper's termination message, `... exit <rc>`.
 pub fn check_exit_code(message: &str) -> Option<i32> {
-    // The wrapper's own words come first; failed checks' names may follow.
+    // The wrapper's own words come first; the checks' names may follow.
     let (_, rest) = message.trim().split_once("exit ")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
@@ -370,7 +442,8 @@ pub fn blocked(profile: &Profile, obs: &Observed, why: Blocked) -> Decision {
 
 #[cfg(test)]
 mod tests {
-    use super::check_exit_code;
+    use super::{CheckMessage, check_event, check_exit_code, read_check_message};
+    use crate::{Event, EventType};
 
     #[test]
     fn reads_wrapper_exit_codes() {
@@ -390,5 +463,105 @@ mod tests {
         assert_eq!(check_exit_code("garbage"), None);
         assert_eq!(check_exit_code(""), None);
         assert_eq!(check_exit_code("exit two"), None);
+    }
+
+    #[test]
+    fn reads_the_checks_a_wrapper_names() {
+        assert_eq!(
+            read_check_message(
+                "cinder-status upgrade check exit 2; failed: Service UUIDs, Attachment specs; \
+                 warned: Use of Policy File\n"
+            ),
+            CheckMessage {
+                exit_code: Some(2),
+                failed: vec!["Service UUIDs".into(), "Attachment specs".into()],
+                warned: vec!["Use of Policy File".into()],
+            }
+        );
+        assert_eq!(
+            read_check_message(
+                "ironic-status upgrade check exit 1; warned: Policy File JSON to YAML Migration"
+            ),
+            CheckMessage {
+                exit_code: Some(1),
+                failed: vec![],
+                warned: vec!["Policy File JSON to YAML Migration".into()],
+            }
+        );
+        // An older wrapper's message, and ones that say nothing readable.
+        assert_eq!(
+            read_check_message("cinder-status upgrade check exit 0"),
+            CheckMessage {
+                exit_code: Some(0),
+                ..CheckMessage::default()
+            }
+        );
+        assert_eq!(read_check_message(""), CheckMessage::default());
+        assert_eq!(
+            read_check_message("garbage; failed: ; something: else"),
+            CheckMessage::default()
+        );
+    }
+
+    fn warning(message: &str) -> Event {
+        Event {
+            kind: EventType::Warning,
+            reason: "UpgradeCheckWarnings".into(),
+            message: message.into(),
+        }
+    }
+
+    fn normal(message: &str) -> Event {
+        Event {
+            kind: EventType::Normal,
+            reason: "UpgradeCheckCompleted".into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn the_report_names_the_checks_that_failed_or_warned() {
+        assert_eq!(
+            check_event(
+                "cinder",
+                Some(
+                    "cinder-status upgrade check exit 2; failed: Service UUIDs; warned: Use of Policy File"
+                )
+            ),
+            warning(
+                "cinder upgrade check exited 2: failed: Service UUIDs; warned: Use of Policy File; these do not block the upgrade; the Job's log has each check's details"
+            )
+        );
+        assert_eq!(
+            check_event(
+                "ironic",
+                Some(
+                    "ironic-status upgrade check exit 1; warned: Policy File JSON to YAML Migration"
+                )
+            ),
+            warning(
+                "ironic upgrade check exited 1: warned: Policy File JSON to YAML Migration; these do not block the upgrade; the Job's log has each check's details"
+            )
+        );
+    }
+
+    #[test]
+    fn a_report_without_names_says_what_it_can() {
+        assert_eq!(
+            check_event("cinder", Some("cinder-status upgrade check exit 2")),
+            warning(
+                "cinder upgrade check exited 2: warnings or failed checks that do not block the upgrade; read the Job's log"
+            )
+        );
+        assert_eq!(
+            check_event("cinder", Some("cinder-status upgrade check exit 0")),
+            normal("cinder upgrade check exited 0")
+        );
+        for message in [None, Some(""), Some("garbage")] {
+            assert_eq!(
+                check_event("cinder", message),
+                normal("cinder upgrade check finished; its exit code could not be read")
+            );
+        }
     }
 }
