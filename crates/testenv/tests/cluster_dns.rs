@@ -464,3 +464,116 @@ async fn dns_lookup_latency_from_a_pod() -> Result<()> {
     ns.cleanup().await;
     Ok(())
 }
+
+fn versioned_web(version: &str, delay_secs: u32) -> Value {
+    json!({
+        "metadata": { "name": "web" },
+        "spec": {
+            "replicas": 2,
+            "selector": { "matchLabels": { "app": "web" } },
+            "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } },
+            "template": {
+                "metadata": { "labels": { "app": "web" } },
+                "spec": {
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [{
+                        "name": "web", "image": PYTHON,
+                        "command": ["/bin/sh", "-c", format!(
+                            "sleep {delay_secs}; mkdir -p /tmp/www && echo {version} > /tmp/www/version && cd /tmp/www && exec python3 -m http.server 8080")],
+                        "ports": [{ "name": "http", "containerPort": 8080 }],
+                        "readinessProbe": { "httpGet": { "path": "/version", "port": "http" }, "periodSeconds": 1 },
+                        // As a real Service needs: the pod keeps serving while
+                        // kube-proxy drops it, then gets SIGTERM.
+                        "lifecycle": { "preStop": { "sleep": { "seconds": 3 } } }
+                    }]
+                }
+            }
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_rolling_update_through_a_cluster_ip_fails_no_request() -> Result<()> {
+    let (env, client, ns) = setup("dns-roll").await?;
+    let n = ns.name().to_string();
+    let services: Api<Service> = Api::namespaced(client.clone(), &n);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &n);
+    let web = create(
+        &services,
+        json!({ "metadata": { "name": "web" }, "spec": { "selector": { "app": "web" },
+            "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }),
+    )
+    .await?;
+    create(&deployments, versioned_web("one", 0)).await?;
+    let rolled = |d: &Deployment| {
+        let generation = d.metadata.generation.unwrap_or_default();
+        d.status.as_ref().is_some_and(|s| {
+            s.observed_generation == Some(generation)
+                && s.updated_replicas == Some(2)
+                && s.ready_replicas == Some(2)
+                && s.replicas == Some(2)
+        })
+    };
+    until(&deployments, "web", TIMEOUT, "rolled out", rolled).await?;
+    let addr = SocketAddr::from((cluster_ip(&web)?, 80));
+    let client_ns = env.client_netns()?;
+    // kube-proxy may learn of the endpoints a moment after the pods are ready.
+    let deadline = Instant::now() + TIMEOUT;
+    while !matches!(client_ns.http_get(addr, "/version").await?, Ok((200, _))) {
+        ensure!(Instant::now() < deadline, "{addr} never answered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The new pods serve 2 s after they start: only readiness keeps requests
+    // from them, and only kube-proxy's rules keep requests from pods going away.
+    let spec = versioned_web("two", 2);
+    deployments
+        .patch(
+            "web",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&json!({ "spec": spec["spec"] })),
+        )
+        .await?;
+    let mut versions = BTreeSet::new();
+    let mut failures = Vec::new();
+    let mut requests = 0u32;
+    let deadline = Instant::now() + TIMEOUT * 2;
+    loop {
+        requests += 1;
+        match client_ns.http_get(addr, "/version").await? {
+            Ok((200, body)) => {
+                versions.insert(body.trim().to_string());
+            }
+            other => failures.push(format!("{other:?}")),
+        }
+        let d = deployments.get("web").await?;
+        if rolled(&d) && versions.contains("two") {
+            // Past the old pods' preStop sleep: they are gone from the rules.
+            let quiet = Instant::now() + Duration::from_secs(4);
+            while Instant::now() < quiet {
+                requests += 1;
+                match client_ns.http_get(addr, "/version").await? {
+                    Ok((200, body)) => {
+                        versions.insert(body.trim().to_string());
+                    }
+                    other => failures.push(format!("{other:?}")),
+                }
+            }
+            break;
+        }
+        ensure!(Instant::now() < deadline, "the roll did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ensure!(
+        failures.is_empty(),
+        "{} of {requests} requests through {addr} failed during the roll: {failures:?}",
+        failures.len()
+    );
+    ensure!(
+        versions == BTreeSet::from(["one".to_string(), "two".to_string()]),
+        "{versions:?}"
+    );
+    eprintln!("{requests} requests through the ClusterIP during a roll, none failed");
+    ns.cleanup().await;
+    Ok(())
+}
