@@ -3,23 +3,39 @@
 //! `kube-dns` Service, and the process kubelet writes each pod's resolv.conf.
 //! Needs root (CI runs as root).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use common::{PYTHON, TIMEOUT, create, setup};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::Api;
-use kube::api::ListParams;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
 use ratchet_testenv::process_kubelet::cluster_services::{CLUSTER_DNS_IP, resolve_a};
 use ratchet_testenv::process_kubelet::{network, volume_dir};
 use ratchet_testenv::wait::until;
-use ratchet_testenv::{ClientNetns, TestEnv};
+use ratchet_testenv::{ClientNetns, TestEnv, TestNamespace};
 use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+const PYTHON: &str = "ratchet.test/python3:3.11";
+
+async fn setup(prefix: &str) -> Result<(&'static TestEnv, Client, TestNamespace)> {
+    let env = TestEnv::shared_with_processes()
+        .context("the cluster DNS tests need root (network namespaces, mounts)")?;
+    let client = env.client()?;
+    let ns = env.process_namespace(&client, prefix).await?;
+    Ok((env, client, ns))
+}
+
+async fn create<K>(api: &Api<K>, value: Value) -> Result<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(value)?;
+    Ok(api.create(&PostParams::default(), &object).await?)
+}
 
 fn is_ready(pod: &Pod) -> bool {
     pod.status
