@@ -25,15 +25,27 @@ module_version() {
   echo "$version"
 }
 
+# What a cached binary was built from: go.mod, go.sum, build.sh and the
+# module's own Go files (CoreDNS's plugin list is in its main.go; helm and
+# umoci have none, so their stamps are as before).
+stamp_inputs() {
+  cat go.mod go.sum build.sh
+  local f
+  for f in *.go; do
+    [ -f "$f" ] && cat "$f"
+  done
+  return 0
+}
+
 #   build_go_tool NAME VERSION PACKAGE LDFLAGS FIRST_TIME
 # Builds PACKAGE as NAME (static, no cgo) into the cache unless the cached one
-# was built from this go.mod, go.sum and build.sh; prints the binary's path.
+# was built from these inputs (stamp_inputs); prints the binary's path.
 # FIRST_TIME says how long a cold build takes.
 build_go_tool() {
   local name=$1 version=$2 package=$3 ldflags=$4 first_time=$5
   local cache_root=${RATCHET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ratchet}
   local out="$cache_root/$name-$version"
-  if [ -x "$out/$name" ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(cat go.mod go.sum build.sh); then
+  if [ -x "$out/$name" ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(stamp_inputs); then
     echo "$out/$name"
     return 0
   fi
@@ -44,6 +56,6 @@ build_go_tool() {
   with_progress "building $name" "$out/$name.log" "$(wc -l <"$out/download.log")" \
     go build -v -trimpath -buildvcs=false -ldflags "$ldflags" -o "$out/$name.tmp" "$package"
   mv "$out/$name.tmp" "$out/$name"
-  cat go.mod go.sum build.sh > "$out/.stamp"
+  stamp_inputs > "$out/.stamp"
   echo "$out/$name"
 }

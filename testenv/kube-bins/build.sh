@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries (etcd, kube-apiserver,
-# kube-controller-manager, kubectl) from Go modules into a cache directory
+# kube-controller-manager, kubectl, and kube-proxy for the process kubelet's
+# node) from Go modules into a cache directory
 # outside the repository, keyed by the Kubernetes version in go.mod.
 # A warm cache does no work. Prints the directory holding the binaries.
 set -euo pipefail
@@ -10,7 +11,7 @@ source ../go-tool.sh
 k8s_version=$(module_version k8s.io/kubernetes)
 cache_root=${RATCHET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ratchet}
 out="$cache_root/kube-$k8s_version"
-tools=(etcd kube-apiserver kube-controller-manager kubectl)
+tools=(etcd kube-apiserver kube-controller-manager kubectl kube-proxy)
 complete=yes
 for t in "${tools[@]}"; do [ -x "$out/$t" ] || complete=no; done
 if [ "$complete" = yes ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(cat go.mod go.sum build.sh); then
@@ -27,7 +28,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 flags=(-trimpath -ldflags "-s -w$version_flags")
 packages=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver
-  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-proxy)
 echo "Building Kubernetes $k8s_version from Go modules into $out (first time: about 6 min on 2 cores; logs in $out/*.log)" >&2
 with_progress "downloading modules" "$out/download.log" 0 go list -deps "${packages[@]}"
 build() {
@@ -40,5 +42,6 @@ build etcd "${packages[0]}"
 build kube-apiserver "${packages[1]}"
 build kube-controller-manager "${packages[2]}"
 build kubectl "${packages[3]}"
+build kube-proxy "${packages[4]}"
 cat go.mod go.sum build.sh > "$out/.stamp"
 echo "$out"

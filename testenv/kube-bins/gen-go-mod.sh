@@ -24,7 +24,8 @@ go_line=$(grep -m1 '^go ' "$k8s_mod")
 rm -f go.sum
 go get -tool k8s.io/kubernetes/cmd/kube-apiserver@"${k8s_version}" \
   k8s.io/kubernetes/cmd/kube-controller-manager@"${k8s_version}" \
-  k8s.io/kubernetes/cmd/kubectl@"${k8s_version}"
+  k8s.io/kubernetes/cmd/kubectl@"${k8s_version}" \
+  k8s.io/kubernetes/cmd/kube-proxy@"${k8s_version}"
 # etcd at the version Kubernetes itself requires, so the shared etcd client modules stay put.
 etcd_version=$(sed -n "s/^\s*go.etcd.io\/etcd\/server\/v3 \(v[^ ]*\).*/\1/p" "$k8s_mod")
 go get -tool "go.etcd.io/etcd/server/v3@${etcd_version}"

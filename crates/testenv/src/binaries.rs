@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 
 use crate::error::{Result, TestEnvError};
 
-/// The directory holding `etcd`, `kube-apiserver`, `kube-controller-manager`, `kubectl`.
+/// The directory holding `etcd`, `kube-apiserver`, `kube-controller-manager`,
+/// `kubectl` and `kube-proxy`.
 #[derive(Clone, Debug)]
 pub struct KubeBinaries {
     dir: PathBuf,
@@ -34,6 +35,11 @@ impl KubeBinaries {
     }
     pub fn kubectl(&self) -> PathBuf {
         self.dir.join("kubectl")
+    }
+    /// Only the process kubelet's node runs it; [`KubeBinaries::check`] does not
+    /// ask for it, so a control plane alone starts without it.
+    pub fn kube_proxy(&self) -> PathBuf {
+        self.dir.join("kube-proxy")
     }
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -135,6 +141,14 @@ pub fn ensure_helm() -> Result<PathBuf> {
 pub fn ensure_umoci() -> Result<PathBuf> {
     static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     ensure_go_tool(&BUILT, "RATCHET_UMOCI", "umoci-bin")
+}
+
+/// The CoreDNS binary serving the process kubelet's cluster DNS, built with
+/// only the plugins `testenv/coredns-bin/main.go` links, by its `build.sh`
+/// like helm. `RATCHET_COREDNS` points at an existing binary instead.
+pub fn ensure_coredns() -> Result<PathBuf> {
+    static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    ensure_go_tool(&BUILT, "RATCHET_COREDNS", "coredns-bin")
 }
 
 /// A single-binary Go tool: the path in `env_var`, or the one

@@ -27,6 +27,9 @@ use crate::cluster::{ClusterOptions, LocalCluster, StartupTimings};
 use crate::error::{Result, TestEnvError};
 use crate::etcd::EtcdClient;
 use crate::kubelet::{KubeletOptions, Scenarios, SimKubelet};
+use crate::process_kubelet::cluster_services::{
+    CLUSTER_DNS_IP, ClusterServices, ClusterServicesConfig,
+};
 use crate::process_kubelet::network::{Attachment, NetnsRuntime, PodNetwork};
 use crate::process_kubelet::{ProcessKubelet, ProcessKubeletOptions};
 
@@ -279,6 +282,45 @@ impl ClientNetns {
     }
 }
 
+/// The process kubelet, with kube-proxy and CoreDNS for its node: pods get
+/// the cluster DNS in their resolv.conf and reach Services by ClusterIP. The
+/// simulated kubelet's world needs neither.
+async fn start_process_side(cluster: &LocalCluster) -> Result<(ProcessKubelet, ClusterServices)> {
+    let kubelet = ProcessKubelet::start(
+        cluster.client()?,
+        ProcessKubeletOptions {
+            cluster_dns: Some(CLUSTER_DNS_IP),
+            ..ProcessKubeletOptions::default()
+        },
+    )
+    .await?;
+    let apiserver = cluster
+        .apiserver_url()
+        .strip_prefix("https://")
+        .and_then(|addr| addr.parse::<SocketAddr>().ok())
+        .ok_or_else(|| {
+            TestEnvError::Kubeconfig(format!(
+                "the API server's URL {} is no https://<ip>:<port>",
+                cluster.apiserver_url()
+            ))
+        })?;
+    let services = ClusterServices::start(
+        &cluster.client()?,
+        &kubelet.network(),
+        ClusterServicesConfig {
+            kube_proxy: cluster.binaries().kube_proxy(),
+            coredns: crate::binaries::ensure_coredns()?,
+            kubeconfig: cluster.kubeconfig_path().to_path_buf(),
+            apiserver,
+            node_name: kubelet.node_name().to_string(),
+            dir: kubelet.dir().join("node"),
+            start_timeout: Duration::from_secs(60),
+        },
+    )
+    .await?;
+    Ok((kubelet, services))
+}
+
 fn start_shared(with_processes: bool) -> Result<TestEnv> {
     let (tx, rx) = std::sync::mpsc::channel::<Result<TestEnv>>();
     std::thread::Builder::new()
@@ -308,13 +350,7 @@ fn start_shared(with_processes: bool) -> Result<TestEnv> {
                     let kubelet =
                         SimKubelet::start(cluster.client()?, KubeletOptions::default()).await?;
                     let process = if with_processes {
-                        Some(
-                            ProcessKubelet::start(
-                                cluster.client()?,
-                                ProcessKubeletOptions::default(),
-                            )
-                            .await?,
-                        )
+                        Some(start_process_side(&cluster).await?)
                     } else {
                         None
                     };
@@ -333,8 +369,9 @@ fn start_shared(with_processes: bool) -> Result<TestEnv> {
                                 .logs()
                                 .iter()
                                 .map(|(c, p)| (*c, p.to_path_buf()))
+                                .chain(process.iter().flat_map(|(_, s)| s.logs()))
                                 .collect(),
-                            process: process.as_ref().map(|p| ProcessSide {
+                            process: process.as_ref().map(|(p, _)| ProcessSide {
                                 node_name: p.node_name().to_string(),
                                 dir: p.dir().to_path_buf(),
                                 network: p.network(),

@@ -2,40 +2,25 @@
 //! simulated kubelet, and the real controllers (ReplicaSet, Job, endpoint
 //! slices) react to what those processes do. Needs root (CI runs as root).
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use common::{PYTHON, TIMEOUT, create, setup};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, ContainerStatus, Event, Pod, Secret, Service};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use ratchet_testenv::process_kubelet::images::Catalogue;
 use ratchet_testenv::process_kubelet::network;
 use ratchet_testenv::wait::{until, until_any, until_deleted};
 use ratchet_testenv::{ServiceEndpoints, TestEnv, TestNamespace, ready_endpoints};
 use serde_json::{Value, json};
 
-const TIMEOUT: Duration = Duration::from_secs(60);
 const SHELL: &str = "ratchet.test/shell:1";
-const PYTHON: &str = "ratchet.test/python3:3.11";
-
-async fn setup(prefix: &str) -> Result<(&'static TestEnv, Client, TestNamespace)> {
-    let env = TestEnv::shared_with_processes()
-        .context("the process kubelet tests need root (network namespaces, mounts)")?;
-    let client = env.client()?;
-    let ns = env.process_namespace(&client, prefix).await?;
-    Ok((env, client, ns))
-}
-
-async fn create<K>(api: &Api<K>, value: Value) -> Result<K>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let object: K = serde_json::from_value(value)?;
-    Ok(api.create(&PostParams::default(), &object).await?)
-}
 
 fn pod_json(name: &str, restart: &str, containers: Value) -> Value {
     json!({

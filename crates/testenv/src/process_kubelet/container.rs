@@ -34,6 +34,7 @@ pub(super) struct ContainerWorker {
     pub facts: PodFacts,
     pub netns: PathBuf,
     pub hosts: PathBuf,
+    pub resolv: PathBuf,
     pub dir: PathBuf,
 }
 
@@ -314,12 +315,18 @@ impl ContainerWorker {
                 .unwrap_or_else(|| "/dev/termination-log".into()),
             read_only: false,
         });
-        if !mounts.iter().any(|m| m.dest == "/etc/hosts") {
-            mounts.push(Mount {
-                source: self.hosts.clone(),
-                dest: "/etc/hosts".into(),
-                read_only: true,
-            });
+        // Kubelet-managed files, unless a volume is mounted there.
+        for (source, dest) in [
+            (&self.hosts, "/etc/hosts"),
+            (&self.resolv, "/etc/resolv.conf"),
+        ] {
+            if !mounts.iter().any(|m| m.dest == dest) {
+                mounts.push(Mount {
+                    source: source.clone(),
+                    dest: dest.into(),
+                    read_only: true,
+                });
+            }
         }
         Ok(LaunchSpec {
             argv,

@@ -23,7 +23,9 @@
 //! Needs root (network namespaces, mounts, uid changes); [`ProcessKubelet::start`]
 //! says so plainly otherwise.
 
+pub mod cluster_services;
 mod container;
+pub mod dns;
 pub mod events;
 pub mod images;
 pub mod network;
@@ -71,6 +73,12 @@ pub struct ProcessKubeletOptions {
     /// Where pod directories (logs, volumes) go; a fresh directory under
     /// `$TMPDIR/ratchet-testenv` when unset.
     pub dir: Option<PathBuf>,
+    /// The kubelet's `--cluster-dns`: the address `ClusterFirst` pods' resolv.conf
+    /// names ([`dns`]). Unset, they get the node's (empty) resolver, as from a
+    /// kubelet started without one; [`cluster_services`] serves it.
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
+    /// The kubelet's `--cluster-domain`.
+    pub cluster_domain: String,
 }
 
 impl Default for ProcessKubeletOptions {
@@ -82,6 +90,8 @@ impl Default for ProcessKubeletOptions {
             config_retry: Duration::from_secs(1),
             failure_backdate: Duration::from_secs(3600),
             dir: None,
+            cluster_dns: None,
+            cluster_domain: cluster_services::CLUSTER_DOMAIN.into(),
         }
     }
 }

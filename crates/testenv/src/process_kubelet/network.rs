@@ -2,7 +2,7 @@
 //! bridge that lives in a "node" namespace of its own, never in the host's.
 //!
 //! ```text
-//!  host namespace:  unreachable route for the pod CIDR (no packet to it leaves)
+//!  host namespace:  unreachable routes for the pod CIDR and the Service range
 //!  node namespace   ratchet-<pid>-<k>-node: br0 10.245.0.1/16, probes run here
 //!     ├─ vp<n> ── eth0 in ratchet-<pid>-<k>-p<n> (a pod: 10.245.x.y/16)
 //!     └─ vc<n> ── eth0 in ratchet-<pid>-<k>-c<n> (a test client)
@@ -28,11 +28,14 @@ use crate::error::{Result, TestEnvError};
 
 /// The pod CIDR: 10.245.0.0/16. The bridge is .0.1, pods and clients from .1.2 on.
 pub const POD_CIDR: &str = "10.245.0.0/16";
+/// The cluster's Service range (`--service-cluster-ip-range` in `cluster.rs`):
+/// ClusterIPs live only in the node namespace's kube-proxy rules.
+pub const SERVICE_CIDR: &str = "10.0.0.0/16";
 const BRIDGE_IP: Ipv4Addr = Ipv4Addr::new(10, 245, 0, 1);
 const PREFIX_LEN: u8 = 16;
 const NETNS_PREFIX: &str = "ratchet-";
 
-fn ip(args: &[&str]) -> Result<()> {
+pub(crate) fn ip(args: &[&str]) -> Result<()> {
     let out = Command::new("ip")
         .args(args)
         .output()
@@ -72,11 +75,13 @@ pub fn remove_orphaned_namespaces() {
     }
 }
 
-/// Makes sure the host namespace has no usable route to the pod CIDR: an
-/// `unreachable` route makes a connect fail at once instead of following the
-/// default route off the machine. Idempotent; left in place for other runs.
+/// Makes sure the host namespace has no usable route to the pod CIDR or the
+/// Service range: an `unreachable` route makes a connect fail at once instead
+/// of following the default route off the machine. Idempotent; left in place
+/// for other runs.
 pub fn guard_host_route() -> Result<()> {
-    ip(&["route", "replace", "unreachable", POD_CIDR])
+    ip(&["route", "replace", "unreachable", POD_CIDR])?;
+    ip(&["route", "replace", "unreachable", SERVICE_CIDR])
 }
 
 /// What the host namespace's routing table says about `addr`, without sending
@@ -254,6 +259,11 @@ impl NetnsRuntime {
 
     pub fn netns(&self) -> &str {
         &self.netns
+    }
+
+    /// The runtime's handle: tasks spawned on it run inside the namespace.
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        self.handle.clone()
     }
 
     /// Runs `future` inside the namespace and returns its output.

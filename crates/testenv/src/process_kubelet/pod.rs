@@ -75,6 +75,22 @@ fn write_hosts(path: &Path, ip: std::net::Ipv4Addr, name: &str) {
     }
 }
 
+/// The pod's resolv.conf from its `dnsPolicy` ([`super::dns`]).
+fn write_resolv_conf(ctx: &Context, path: &Path, pod: &Pod, namespace: &str) {
+    let cluster = ctx
+        .options
+        .cluster_dns
+        .map(|server| super::dns::ClusterDns {
+            server,
+            domain: ctx.options.cluster_domain.clone(),
+        });
+    let spec = pod.spec.clone().unwrap_or_default();
+    let text = super::dns::resolv_conf(&spec, namespace, cluster.as_ref());
+    if let Err(e) = std::fs::write(path, text) {
+        tracing::warn!(pod = %pod.name_any(), error = %e, "process kubelet: cannot write resolv.conf");
+    }
+}
+
 /// Writes the pod's volumes, holding every container in `ContainerCreating`
 /// (retried, as the kubelet retries mounts) while a source is missing.
 /// `None` when the pod is deleted first.
@@ -146,6 +162,8 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
     };
     let hosts = dir.join(format!("hosts-{uid}"));
     write_hosts(&hosts, attachment.ip, &name);
+    let resolv = dir.join(format!("resolv-{uid}.conf"));
+    write_resolv_conf(&ctx, &resolv, &pod, &namespace);
     let volume_root = volume_root(&dir, &uid);
     let Some(volumes) = prepare_volumes(&ctx, &pod, &facts, &volume_root, &shared, &mut stop).await
     else {
@@ -163,6 +181,7 @@ async fn run_pod(ctx: Arc<Context>, pod: Arc<Pod>, mut stop: watch::Receiver<Opt
         facts: facts.clone(),
         netns: attachment.path(),
         hosts: hosts.clone(),
+        resolv: resolv.clone(),
         dir: dir.clone(),
     };
     // Init containers one after another, each to success, before the others start.
