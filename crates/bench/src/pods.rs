@@ -13,7 +13,8 @@ use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use ratchet_testenv::process_kubelet::images::{Catalogue, catalogue_path};
-use ratchet_testenv::{LocalCluster, ProcessKubelet, ProcessKubeletOptions};
+use ratchet_testenv::process_kubelet::node::RealNode;
+use ratchet_testenv::{LocalCluster, ProcessKubeletOptions};
 use serde_json::json;
 
 use crate::stats::summary;
@@ -39,7 +40,7 @@ pub async fn run(args: PodsArgs) -> anyhow::Result<()> {
     image_build(&args.image)?;
     let cluster = LocalCluster::start().await?;
     let client = cluster.client()?;
-    let kubelet = ProcessKubelet::start(client.clone(), ProcessKubeletOptions::default()).await?;
+    let node = RealNode::start(&cluster, ProcessKubeletOptions::default()).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({
         "metadata": { "name": "bench-pods", "labels": { "ratchet.dev/kubelet": "process" } }
@@ -96,7 +97,7 @@ pub async fn run(args: PodsArgs) -> anyhow::Result<()> {
     println!("created → bound:   {}", summary(&bound));
     println!("created → Running: {}", summary(&running));
     println!("created → Ready:   {}", summary(&ready_at));
-    drop(kubelet);
+    drop(node);
     Ok(())
 }
 

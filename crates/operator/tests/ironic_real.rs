@@ -345,8 +345,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
         ensure!(
             sample.max_microversion == PINNED_MAX
                 || (!expected_before && sample.max_microversion == UNPINNED_MAX),
-            "{} offered {} at {:?} (unpinning began {:?})",
-            sample.endpoint,
+            "an API pod offered {} at {:?} (unpinning began {:?})",
             sample.max_microversion,
             sample.at,
             unpinning

@@ -13,8 +13,9 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_operator::webhooks::{Endpoint, Registration, TlsSource, WebhookConfig};
 use ratchet_operator::{OperatorConfig, OperatorHandle};
 use ratchet_services::{Registry, Services};
+use ratchet_testenv::process_kubelet::node::RealNode;
 use ratchet_testenv::{
-    ClusterOptions, KubeletOptions, LocalCluster, ProcessKubelet, ProcessKubeletOptions, SimKubelet,
+    ClusterOptions, KubeletOptions, LocalCluster, ProcessKubeletOptions, SimKubelet,
 };
 
 #[derive(Args)]
@@ -59,7 +60,7 @@ const EXAMPLE_RELEASE: &str = "2026.1";
 pub struct Local {
     pub cluster: LocalCluster,
     pub kubelet: SimKubelet,
-    pub process: Option<ProcessKubelet>,
+    pub process: Option<RealNode>,
     pub operator: Option<OperatorHandle>,
 }
 
@@ -98,12 +99,12 @@ impl Local {
         .await
         .context("starting the simulated kubelet")?;
         let process = if options.processes {
-            let process = ProcessKubelet::start(client.clone(), ProcessKubeletOptions::default())
+            let process = RealNode::start(&cluster, ProcessKubeletOptions::default())
                 .await
-                .context("starting the process kubelet (real pods)")?;
+                .context("starting the process kubelet (real pods) with kube-proxy and CoreDNS")?;
             println!(
-                "Process kubelet running: pods on node {} are real processes.",
-                process.node_name()
+                "Process kubelet running: pods on node {} are real processes; kube-proxy and CoreDNS serve its Services and DNS.",
+                process.kubelet.node_name()
             );
             Some(process)
         } else {

@@ -1,7 +1,9 @@
 //! The services OpenStack processes need, run as real pods on the process
 //! kubelet: MariaDB and RabbitMQ from Debian's packages, each a bare pod with
-//! its data in an emptyDir (kept across container restarts). There is no
-//! kube-proxy: clients reach them at their pod addresses.
+//! its data in an emptyDir (kept across container restarts), behind a
+//! ClusterIP Service of the same name. Services reach them as they would in a
+//! production cluster: by the Service's DNS name (`mariadb.<ns>.svc`, through
+//! CoreDNS and kube-proxy); test probes from a client namespace by its ClusterIP.
 //!
 //! Each server runs under a small supervisor shell that stops it while a
 //! marker file exists in the pod's `control` emptyDir ([`Backing::pause`])
@@ -14,7 +16,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret, Service};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -27,12 +29,14 @@ pub const RABBITMQ_IMAGE: &str = "ratchet.test/rabbitmq:3.10";
 /// Cold starts include RabbitMQ's Erlang boot and MariaDB's first install.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// A running backing service.
+/// A running backing service: its pod and the Service in front of it (both
+/// named `pod`).
 #[derive(Clone, Debug)]
 pub struct Backing {
     pub namespace: String,
     pub pod: String,
-    pub ip: Ipv4Addr,
+    /// The Service's ClusterIP, for clients without DNS (test probes).
+    pub cluster_ip: Ipv4Addr,
 }
 
 /// Credentials every backing service of a test uses (they live in the
@@ -41,17 +45,22 @@ pub const USER: &str = "openstack";
 pub const PASSWORD: &str = "ratchet-test";
 
 impl Backing {
+    /// The Service's DNS name as a pod of any namespace finds it.
+    pub fn host(&self) -> String {
+        format!("{}.{}.svc", self.pod, self.namespace)
+    }
+
     /// `[database] connection` for `database` (PyMySQL, as the service images carry).
     pub fn mysql_url(&self, database: &str) -> String {
         format!(
             "mysql+pymysql://{USER}:{PASSWORD}@{}:3306/{database}?charset=utf8",
-            self.ip
+            self.host()
         )
     }
 
     /// `[DEFAULT] transport_url`.
     pub fn amqp_url(&self) -> String {
-        format!("rabbit://{USER}:{PASSWORD}@{}:5672/", self.ip)
+        format!("rabbit://{USER}:{PASSWORD}@{}:5672/", self.host())
     }
 
     /// Stops the server and waits until its pod reports not ready; the pod,
@@ -160,12 +169,40 @@ fn manifest(name: &str, container: Value, port: u16) -> Value {
     })
 }
 
-async fn start(client: &Client, namespace: &str, name: &str, manifest: Value) -> Result<Backing> {
+/// The ClusterIP Service in front of the pod `name`, on `port`.
+fn service_manifest(name: &str, port: u16) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": { "name": name },
+        "spec": {
+            "selector": { "app.kubernetes.io/name": name },
+            "ports": [{ "port": port, "targetPort": port }],
+        }
+    })
+}
+
+async fn start(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    manifest: Value,
+    port: u16,
+) -> Result<Backing> {
+    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+    let service: Service = serde_json::from_value(service_manifest(name, port))
+        .map_err(|e| service_error(name, format!("Service: {e}")))?;
+    let service = services.create(&PostParams::default(), &service).await?;
+    let cluster_ip = service
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .and_then(|ip| ip.parse().ok())
+        .ok_or_else(|| service_error(name, "the Service got no IPv4 ClusterIP"))?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let pod: Pod = serde_json::from_value(manifest)
         .map_err(|e| service_error(name, format!("manifest: {e}")))?;
     pods.create(&PostParams::default(), &pod).await?;
-    let ready = until(
+    until(
         &pods,
         name,
         START_TIMEOUT,
@@ -174,15 +211,10 @@ async fn start(client: &Client, namespace: &str, name: &str, manifest: Value) ->
     )
     .await
     .map_err(|e| service_error(name, e))?;
-    let ip = ready
-        .status
-        .and_then(|s| s.pod_ip)
-        .and_then(|ip| ip.parse().ok())
-        .ok_or_else(|| service_error(name, "ready without an IPv4 address"))?;
     Ok(Backing {
         namespace: namespace.to_string(),
         pod: name.to_string(),
-        ip,
+        cluster_ip,
     })
 }
 
@@ -203,7 +235,7 @@ pub async fn mariadb(
     let server = supervised(
         "mariadbd --user=root --datadir=/data --bind-address=0.0.0.0 --port=3306 \
          --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --init-file=/tmp/init.sql \
-         --skip-log-error --skip-name-resolve --max-connections=500",
+         --skip-log-error --max-connections=500",
     );
     let script = format!(
         "printf '%s' \"$INIT_SQL\" > /tmp/init.sql \
@@ -216,7 +248,14 @@ pub async fn mariadb(
         "command": ["/bin/sh", "-c", script],
         "env": [{ "name": "INIT_SQL", "value": init }],
     });
-    start(client, namespace, name, manifest(name, container, 3306)).await
+    start(
+        client,
+        namespace,
+        name,
+        manifest(name, container, 3306),
+        3306,
+    )
+    .await
 }
 
 /// RabbitMQ with [`USER`] as its default user, allowed from other hosts.
@@ -241,7 +280,14 @@ pub async fn rabbitmq(client: &Client, namespace: &str, name: &str) -> Result<Ba
             { "name": "RABBITMQ_LOGS", "value": "-" },
         ],
     });
-    start(client, namespace, name, manifest(name, container, 5672)).await
+    start(
+        client,
+        namespace,
+        name,
+        manifest(name, container, 5672),
+        5672,
+    )
+    .await
 }
 
 /// What a resource's spec asks of the environment it runs in, provided:

@@ -36,5 +36,5 @@ pub use error::{Result, TestEnvError};
 pub use etcd::{EtcdClient, EtcdTls, StoredObject};
 pub use kubelet::{Behaviour, Exit, KubeletOptions, PodSelector, RuleId, Scenarios, SimKubelet};
 pub use process_kubelet::{ProcessKubelet, ProcessKubeletOptions};
-pub use services::{RoundRobin, ServiceEndpoints, ready_endpoints};
+pub use services::ready_endpoints;
 pub use shared::{ClientNetns, TestEnv, TestNamespace};

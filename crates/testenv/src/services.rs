@@ -1,12 +1,9 @@
-//! Reaching a Service the way kube-proxy would, for test load clients: read
-//! its EndpointSlices (kept by the cluster's real endpoint-slice controller),
-//! keep the endpoints that are ready and not terminating, and spread requests
-//! over them round-robin. There is no kube-proxy and no ClusterIP routing:
-//! clients connect to pod addresses from a client network namespace
-//! ([`crate::ClientNetns`]).
+//! A Service's endpoints as kube-proxy reads them, for tests that need to see
+//! the endpoints themselves: its EndpointSlices (kept by the cluster's real
+//! endpoint-slice controller), the endpoints ready and not terminating.
+//! Clients reach a Service through its ClusterIP ([`crate::load`]).
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ListParams;
@@ -76,96 +73,12 @@ pub fn ready_in_slice(
     Ok(out)
 }
 
-/// Round-robin over a fixed set of endpoints.
-#[derive(Debug, Default)]
-pub struct RoundRobin {
-    endpoints: Vec<SocketAddr>,
-    next: AtomicUsize,
-}
-
-impl RoundRobin {
-    pub fn new(endpoints: Vec<SocketAddr>) -> RoundRobin {
-        RoundRobin {
-            endpoints,
-            next: AtomicUsize::new(0),
-        }
-    }
-
-    /// The next endpoint, or `None` when there is none.
-    pub fn pick(&self) -> Option<SocketAddr> {
-        if self.endpoints.is_empty() {
-            return None;
-        }
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        self.endpoints.get(n % self.endpoints.len()).copied()
-    }
-
-    pub fn endpoints(&self) -> &[SocketAddr] {
-        &self.endpoints
-    }
-}
-
-/// A Service as a load client sees it: its ready endpoints, refreshed on
-/// demand (during a roll, say), picked round-robin.
-pub struct ServiceEndpoints {
-    client: Client,
-    namespace: String,
-    service: String,
-    port_name: Option<String>,
-    endpoints: RoundRobin,
-}
-
-impl ServiceEndpoints {
-    /// Reads the Service's ready endpoints once.
-    pub async fn new(
-        client: &Client,
-        namespace: &str,
-        service: &str,
-        port_name: Option<&str>,
-    ) -> Result<ServiceEndpoints> {
-        let mut endpoints = ServiceEndpoints {
-            client: client.clone(),
-            namespace: namespace.to_string(),
-            service: service.to_string(),
-            port_name: port_name.map(str::to_string),
-            endpoints: RoundRobin::default(),
-        };
-        endpoints.refresh().await?;
-        Ok(endpoints)
-    }
-
-    /// Re-reads the EndpointSlices; the round-robin position carries on.
-    pub async fn refresh(&mut self) -> Result<&[SocketAddr]> {
-        let ready = ready_endpoints(
-            &self.client,
-            &self.namespace,
-            &self.service,
-            self.port_name.as_deref(),
-        )
-        .await?;
-        let next = self.endpoints.next.load(Ordering::Relaxed);
-        self.endpoints = RoundRobin {
-            endpoints: ready,
-            next: AtomicUsize::new(next),
-        };
-        Ok(self.endpoints.endpoints())
-    }
-
-    /// The next ready endpoint, or an error naming the Service when none is ready.
-    pub fn pick(&self) -> Result<SocketAddr> {
-        self.endpoints.pick().ok_or_else(|| TestEnvError::Service {
-            service: format!("{}/{}", self.namespace, self.service),
-            detail: "no ready endpoint".into(),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn only_ready_non_terminating_endpoints_are_picked_in_turn() {
+    fn only_ready_non_terminating_endpoints_are_listed() {
         let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "s"},
             "addressType": "IPv4",
@@ -186,8 +99,5 @@ mod tests {
                 "10.245.1.5:8080".parse().expect("addr")
             ]
         );
-        let rr = RoundRobin::new(ready.clone());
-        let picks: Vec<_> = (0..4).filter_map(|_| rr.pick()).collect();
-        assert_eq!(picks, vec![ready[0], ready[1], ready[0], ready[1]]);
     }
 }

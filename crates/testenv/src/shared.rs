@@ -6,9 +6,9 @@
 //! has a runtime of its own that ends with the test, so nothing shared may live
 //! on one. Tests make their own clients with [`TestEnv::client`].
 //!
-//! [`TestEnv::shared_with_processes`] adds a [`ProcessKubelet`] beside the
-//! simulated one (a second environment, so binaries that need no real pods
-//! never need root): [`TestEnv::process_namespace`] makes a namespace whose
+//! [`TestEnv::shared_with_processes`] adds a [`RealNode`] (the process
+//! kubelet with kube-proxy and CoreDNS) beside the simulated kubelet (a
+//! second environment, so binaries that need no real pods never need root): [`TestEnv::process_namespace`] makes a namespace whose
 //! pods run as real processes, [`TestEnv::client_netns`] a network namespace
 //! on the pod network for load clients.
 
@@ -27,11 +27,9 @@ use crate::cluster::{ClusterOptions, LocalCluster, StartupTimings};
 use crate::error::{Result, TestEnvError};
 use crate::etcd::EtcdClient;
 use crate::kubelet::{KubeletOptions, Scenarios, SimKubelet};
-use crate::process_kubelet::cluster_services::{
-    CLUSTER_DNS_IP, ClusterServices, ClusterServicesConfig,
-};
+use crate::process_kubelet::ProcessKubeletOptions;
 use crate::process_kubelet::network::{Attachment, NetnsRuntime, PodNetwork};
-use crate::process_kubelet::{ProcessKubelet, ProcessKubeletOptions};
+use crate::process_kubelet::node::RealNode;
 
 /// Handles to the shared cluster, usable from any runtime.
 pub struct TestEnv {
@@ -61,7 +59,7 @@ impl TestEnv {
             .map_err(|e| TestEnvError::Shared(e.clone()))
     }
 
-    /// Like [`TestEnv::shared`], with a [`ProcessKubelet`] serving
+    /// Like [`TestEnv::shared`], with a [`RealNode`] serving
     /// [`TestEnv::process_namespace`]s beside the simulated kubelet. Needs root.
     pub fn shared_with_processes() -> Result<&'static TestEnv> {
         static ENV: OnceLock<std::result::Result<TestEnv, String>> = OnceLock::new();
@@ -120,6 +118,12 @@ impl TestEnv {
     /// load clients and probes that must reach pods (never from the host).
     pub fn client_netns(&self) -> Result<ClientNetns> {
         ClientNetns::attach(&self.process()?.network)
+    }
+
+    /// The network namespace of the process kubelet's node, where kube-proxy
+    /// keeps its rules and CoreDNS listens (read-only uses: `ip netns exec`).
+    pub fn node_netns(&self) -> Result<&str> {
+        Ok(self.process()?.network.node_netns())
     }
 
     /// A new client; make one per test (clients belong to the runtime that made them).
@@ -282,45 +286,6 @@ impl ClientNetns {
     }
 }
 
-/// The process kubelet, with kube-proxy and CoreDNS for its node: pods get
-/// the cluster DNS in their resolv.conf and reach Services by ClusterIP. The
-/// simulated kubelet's world needs neither.
-async fn start_process_side(cluster: &LocalCluster) -> Result<(ProcessKubelet, ClusterServices)> {
-    let kubelet = ProcessKubelet::start(
-        cluster.client()?,
-        ProcessKubeletOptions {
-            cluster_dns: Some(CLUSTER_DNS_IP),
-            ..ProcessKubeletOptions::default()
-        },
-    )
-    .await?;
-    let apiserver = cluster
-        .apiserver_url()
-        .strip_prefix("https://")
-        .and_then(|addr| addr.parse::<SocketAddr>().ok())
-        .ok_or_else(|| {
-            TestEnvError::Kubeconfig(format!(
-                "the API server's URL {} is no https://<ip>:<port>",
-                cluster.apiserver_url()
-            ))
-        })?;
-    let services = ClusterServices::start(
-        &cluster.client()?,
-        &kubelet.network(),
-        ClusterServicesConfig {
-            kube_proxy: cluster.binaries().kube_proxy(),
-            coredns: crate::binaries::ensure_coredns()?,
-            kubeconfig: cluster.kubeconfig_path().to_path_buf(),
-            apiserver,
-            node_name: kubelet.node_name().to_string(),
-            dir: kubelet.dir().join("node"),
-            start_timeout: Duration::from_secs(60),
-        },
-    )
-    .await?;
-    Ok((kubelet, services))
-}
-
 fn start_shared(with_processes: bool) -> Result<TestEnv> {
     let (tx, rx) = std::sync::mpsc::channel::<Result<TestEnv>>();
     std::thread::Builder::new()
@@ -350,7 +315,7 @@ fn start_shared(with_processes: bool) -> Result<TestEnv> {
                     let kubelet =
                         SimKubelet::start(cluster.client()?, KubeletOptions::default()).await?;
                     let process = if with_processes {
-                        Some(start_process_side(&cluster).await?)
+                        Some(RealNode::start(&cluster, ProcessKubeletOptions::default()).await?)
                     } else {
                         None
                     };
@@ -369,12 +334,12 @@ fn start_shared(with_processes: bool) -> Result<TestEnv> {
                                 .logs()
                                 .iter()
                                 .map(|(c, p)| (*c, p.to_path_buf()))
-                                .chain(process.iter().flat_map(|(_, s)| s.logs()))
+                                .chain(process.iter().flat_map(|node| node.services.logs()))
                                 .collect(),
-                            process: process.as_ref().map(|(p, _)| ProcessSide {
-                                node_name: p.node_name().to_string(),
-                                dir: p.dir().to_path_buf(),
-                                network: p.network(),
+                            process: process.as_ref().map(|node| ProcessSide {
+                                node_name: node.kubelet.node_name().to_string(),
+                                dir: node.kubelet.dir().to_path_buf(),
+                                network: node.kubelet.network(),
                             }),
                         };
                         let _ = tx.send(Ok(env));

@@ -561,3 +561,194 @@ async fn a_rolling_update_through_a_cluster_ip_fails_no_request() -> Result<()> 
     ns.cleanup().await;
     Ok(())
 }
+
+/// The pod addresses in kube-proxy's rules of the node namespace: those a
+/// Service chain's DNAT map sends connections to.
+async fn addresses_in_rules(node_netns: &str) -> Result<BTreeSet<Ipv4Addr>> {
+    let output = tokio::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            node_netns,
+            "nft",
+            "list",
+            "table",
+            "ip",
+            "kube-proxy",
+        ])
+        .output()
+        .await?;
+    ensure!(
+        output.status.success(),
+        "nft list table: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    // `dnat ip to numgen random mod 2 map { 0 : 10.245.1.19 . 8080, 1 : … }`
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once("dnat ip to numgen")?.1.split_once('{'))
+        .flat_map(|(_, elements)| elements.trim_end_matches(['}', ' ']).split(','))
+        .filter_map(|element| {
+            element
+                .split(':')
+                .nth(1)?
+                .split(" . ")
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect())
+}
+
+fn many_web(replicas: i32, generation: &str) -> Value {
+    json!({
+        "metadata": { "name": "many" },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": "many" } },
+            "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 2, "maxUnavailable": 0 } },
+            "template": {
+                "metadata": { "labels": { "app": "many" } },
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{
+                        "name": "web", "image": PYTHON,
+                        "command": ["python3", "-m", "http.server", "8080"],
+                        "env": [{ "name": "GENERATION", "value": generation }],
+                        "ports": [{ "name": "http", "containerPort": 8080 }],
+                        "readinessProbe": { "tcpSocket": { "port": "http" }, "periodSeconds": 1 }
+                    }]
+                }
+            }
+        }
+    })
+}
+
+/// Figures, printed (docs/benchmarks.md): for every pod a rolling update
+/// starts, the time from the test seeing it Ready to its address being in
+/// kube-proxy's endpoint map; asserted only that every one gets there.
+#[tokio::test]
+async fn ready_pods_enter_kube_proxys_rules_over_a_rolling_update() -> Result<()> {
+    const REPLICAS: i32 = 8;
+    let (env, client, ns) = setup("dns-ready").await?;
+    let n = ns.name().to_string();
+    let node_netns = env.node_netns()?.to_string();
+    let services: Api<Service> = Api::namespaced(client.clone(), &n);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &n);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &n);
+    create(
+        &services,
+        json!({ "metadata": { "name": "many" }, "spec": { "selector": { "app": "many" },
+            "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }),
+    )
+    .await?;
+    create(&deployments, many_web(REPLICAS, "0")).await?;
+    let rolled = |d: &Deployment| {
+        let generation = d.metadata.generation.unwrap_or_default();
+        d.status.as_ref().is_some_and(|s| {
+            s.observed_generation == Some(generation)
+                && s.updated_replicas == Some(REPLICAS)
+                && s.ready_replicas == Some(REPLICAS)
+                && s.replicas == Some(REPLICAS)
+        })
+    };
+    until(&deployments, "many", TIMEOUT, "rolled out", rolled).await?;
+
+    // Two rolls; each pod's first Ready sighting and first sighting in the
+    // rules, polled every 20 ms.
+    let mut ready_at: std::collections::BTreeMap<Ipv4Addr, Instant> = Default::default();
+    let mut in_rules_at: std::collections::BTreeMap<Ipv4Addr, Instant> = Default::default();
+    let before: BTreeSet<Ipv4Addr> = pods
+        .list(&ListParams::default().labels("app=many"))
+        .await?
+        .items
+        .iter()
+        .filter_map(|p| pod_ip(p).ok())
+        .collect();
+    for generation in ["1", "2"] {
+        let spec = many_web(REPLICAS, generation);
+        deployments
+            .patch(
+                "many",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&json!({ "spec": spec["spec"] })),
+            )
+            .await?;
+        let deadline = Instant::now() + TIMEOUT * 2;
+        loop {
+            let now = Instant::now();
+            for pod in pods
+                .list(&ListParams::default().labels("app=many"))
+                .await?
+                .items
+            {
+                if let (true, Ok(ip)) = (is_ready(&pod), pod_ip(&pod)) {
+                    ready_at.entry(ip).or_insert(now);
+                }
+            }
+            let now = Instant::now();
+            for ip in addresses_in_rules(&node_netns).await? {
+                in_rules_at.entry(ip).or_insert(now);
+            }
+            if rolled(&deployments.get("many").await?) {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "roll {generation} did not finish"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // The last pods to turn Ready get a few seconds to reach the rules.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut delays: Vec<f64> = loop {
+        let now = Instant::now();
+        for ip in addresses_in_rules(&node_netns).await? {
+            in_rules_at.entry(ip).or_insert(now);
+        }
+        let started: Vec<_> = ready_at
+            .iter()
+            .filter(|(ip, _)| !before.contains(ip))
+            .collect();
+        let missing: Vec<_> = started
+            .iter()
+            .filter(|(ip, _)| !in_rules_at.contains_key(ip))
+            .collect();
+        if missing.is_empty() {
+            break started
+                .iter()
+                .map(|(ip, ready)| {
+                    in_rules_at[ip]
+                        .saturating_duration_since(**ready)
+                        .as_secs_f64()
+                        * 1000.0
+                })
+                .collect();
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "ready pods never in kube-proxy's rules: {missing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    ensure!(
+        delays.len() == 2 * REPLICAS as usize,
+        "{} new pods seen ready, expected {}",
+        delays.len(),
+        2 * REPLICAS
+    );
+    delays.sort_by(f64::total_cmp);
+    let quantile = |p: f64| delays[((delays.len() - 1) as f64 * p).round() as usize];
+    eprintln!(
+        "FIGURES ready-to-rules over {} pods (ms): p50 {:.0} p99 {:.0} max {:.0}",
+        delays.len(),
+        quantile(0.5),
+        quantile(0.99),
+        quantile(1.0)
+    );
+    ns.cleanup().await;
+    Ok(())
+}

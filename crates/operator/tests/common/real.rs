@@ -73,7 +73,7 @@ pub async fn query(netns: &ClientNetns, db: &Backing, database: &str, sql: &str)
 fn client_args(db: &Backing, database: &str) -> Vec<String> {
     vec![
         "-h".to_string(),
-        db.ip.to_string(),
+        db.cluster_ip.to_string(),
         "-u".into(),
         backing::USER.into(),
         format!("-p{}", backing::PASSWORD),

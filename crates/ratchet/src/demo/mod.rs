@@ -247,7 +247,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
 
     let running_client = match &local.process {
         Some(process) if to.is_some() => {
-            let netns = ClientNetns::attach(&process.network())?;
+            let netns = ClientNetns::attach(&process.kubelet.network())?;
             let running = real::RunningClient::start(&client, &service, netns).await?;
             println!(
                 "Steady state for {}s before the upgrade, to compare the client's latencies with.",

@@ -138,8 +138,10 @@ pub async fn provision(
     ] {
         if let Some(backing) = backing {
             println!(
-                "{name} running as pod {NAMESPACE}/{} at {}.",
-                backing.pod, backing.ip
+                "{name} running as pod {NAMESPACE}/{}, found by the services at {} (ClusterIP {}).",
+                backing.pod,
+                backing.host(),
+                backing.cluster_ip
             );
         }
     }
@@ -175,7 +177,7 @@ impl RunningClient {
         .await?
         .with_context(|| format!("no load client for {}", service.kind()))?;
         println!(
-            "Load client started at {} on the pod network: it uses the {} API through its Service's ready endpoints for the whole upgrade.",
+            "Load client started at {} on the pod network: it uses the {} API through its Service's ClusterIP for the whole upgrade.",
             netns.ip(),
             service.kind()
         );

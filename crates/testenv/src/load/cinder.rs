@@ -1,6 +1,6 @@
 //! A client that keeps using a Cinder API while it upgrades: creates volumes,
 //! lists them, deletes some and asks for backups of others, through the API
-//! Service's ready endpoints, from a client network namespace. Any transport
+//! Service's ClusterIP, from a client network namespace. Any transport
 //! error or unexpected status is a failure; nothing is retried to hide one.
 //! Needs `auth_strategy = noauth` (the token names the user and project).
 
@@ -157,7 +157,7 @@ impl Worker {
         expect: u16,
         microversion: Option<&str>,
     ) -> std::result::Result<Value, String> {
-        let Request { builder, what, .. } = self.session.request(method, "/v3", path)?;
+        let Request { builder, what } = self.session.request(method, "/v3", path);
         let mut request = builder.header("X-Auth-Token", TOKEN);
         if let Some(version) = microversion {
             request = request.header("OpenStack-API-Version", format!("volume {version}"));

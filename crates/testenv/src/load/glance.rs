@@ -1,7 +1,7 @@
 //! A client that keeps using a Glance API while it upgrades: every round it
 //! creates an image record, uploads a small image into it, lists images and
 //! downloads one uploaded earlier, comparing every byte with what it sent,
-//! through the API Service's ready endpoints, from a client network namespace.
+//! through the API Service's ClusterIP, from a client network namespace.
 //! Once stopped it downloads every image it uploaded. Any transport error,
 //! unexpected status or changed byte is a failure; nothing is retried to hide
 //! one. Needs a pipeline without authentication (no `[paste_deploy] flavor`).
@@ -106,7 +106,7 @@ impl Worker {
     async fn call(&self, method: Method, path: &str, body: Body, expect: u16) -> Option<Value> {
         self.session
             .tallied(async {
-                let Request { builder, what, .. } = self.session.request(method, "/v2", path)?;
+                let Request { builder, what } = self.session.request(method, "/v2", path);
                 let request = match body {
                     Body::None => builder,
                     Body::Json(value) => builder.json(&value),
@@ -124,8 +124,7 @@ impl Worker {
         self.session
             .tallied(async {
                 let path = format!("/images/{id}/file");
-                let Request { builder, what, .. } =
-                    self.session.request(Method::GET, "/v2", &path)?;
+                let Request { builder, what } = self.session.request(Method::GET, "/v2", &path);
                 let response = builder
                     .send()
                     .await

@@ -1,13 +1,12 @@
 //! A client that keeps using an Ironic API while it upgrades: enrolls a few
 //! `fake-hardware` nodes, then lists them, shows one and patches one's `extra`
-//! in turn, through the API Service's ready endpoints, from a client network
-//! namespace. Between rounds it reads the version document of the endpoint it
-//! reached (its maximum microversion), so the test sees what every API pod
-//! offered when. Any transport error or unexpected status is a failure;
+//! in turn, through the API Service's ClusterIP, from a client network
+//! namespace. Between rounds it reads the version document of the pod it
+//! reached (its maximum microversion; kube-proxy picks any ready pod for each
+//! connection), so the test sees what the API pods offered when. Any transport error or unexpected status is a failure;
 //! nothing is retried to hide one. Needs `auth_strategy = noauth`.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use reqwest::Method;
@@ -25,7 +24,6 @@ const MICROVERSION: &str = "1.80";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionSample {
     pub at: SystemTime,
-    pub endpoint: SocketAddr,
     /// `versions[0].version`: the highest microversion it serves.
     pub max_microversion: String,
 }
@@ -107,30 +105,24 @@ struct Worker {
 
 impl Worker {
     /// One tallied request to `path` (under `/v1` unless it is `/`); the
-    /// endpoint it went to and the body, if it answered `expect`.
+    /// body, if it answered `expect`.
     async fn call(
         &self,
         method: Method,
         path: &str,
         body: Option<Value>,
         expect: u16,
-    ) -> Option<(SocketAddr, Value)> {
+    ) -> Option<Value> {
         self.session
             .tallied(async {
                 // The root lists the API's versions; everything else is under /v1.
                 let prefix = if path == "/" { "" } else { "/v1" };
-                let Request {
-                    builder,
-                    what,
-                    endpoint,
-                } = self.session.request(method, prefix, path)?;
+                let Request { builder, what } = self.session.request(method, prefix, path);
                 let mut request = builder.header("X-OpenStack-Ironic-API-Version", MICROVERSION);
                 if let Some(body) = &body {
                     request = request.json(body);
                 }
-                exchange(request, &what, expect)
-                    .await
-                    .map(|v| (endpoint, v))
+                exchange(request, &what, expect).await
             })
             .await
     }
@@ -138,7 +130,7 @@ impl Worker {
     async fn enroll(&mut self, count: usize) {
         for n in 0..count {
             let body = json!({ "name": format!("load-{n}"), "driver": "fake-hardware" });
-            if let Some((_, node)) = self.call(Method::POST, "/nodes", Some(body), 201).await
+            if let Some(node) = self.call(Method::POST, "/nodes", Some(body), 201).await
                 && let Some(uuid) = node["uuid"].as_str()
             {
                 self.outcome.expected_extra.insert(uuid.to_string(), 0);
@@ -164,12 +156,11 @@ impl Worker {
         {
             self.outcome.expected_extra.insert(uuid.clone(), round);
         }
-        if let Some((endpoint, doc)) = self.call(Method::GET, "/", None, 200).await
+        if let Some(doc) = self.call(Method::GET, "/", None, 200).await
             && let Some(version) = doc["versions"][0]["version"].as_str()
         {
             self.outcome.versions.push(VersionSample {
                 at: SystemTime::now(),
-                endpoint,
                 max_microversion: version.to_string(),
             });
         }
@@ -192,7 +183,7 @@ impl Worker {
         }
         let uuids: Vec<String> = self.outcome.expected_extra.keys().cloned().collect();
         for uuid in uuids {
-            if let Some((_, node)) = self
+            if let Some(node) = self
                 .call(Method::GET, &format!("/nodes/{uuid}"), None, 200)
                 .await
             {

@@ -3,7 +3,7 @@
 //! bcrypt hash, hundreds of milliseconds), and every round validates one issued
 //! earlier (tokens issued by the old release must stay valid on the new one)
 //! and lists projects, now and then creating one, through the API Service's
-//! ready endpoints, from a client network namespace. Any transport error or
+//! ClusterIP, from a client network namespace. Any transport error or
 //! unexpected status is a failure; nothing is retried to hide one.
 
 use std::collections::BTreeSet;
@@ -112,9 +112,7 @@ impl Worker {
     ) -> Option<(reqwest::header::HeaderMap, Value)> {
         self.session
             .tallied(async {
-                let Request {
-                    mut builder, what, ..
-                } = self.session.request(method, "/v3", path)?;
+                let Request { mut builder, what } = self.session.request(method, "/v3", path);
                 for (name, value) in headers {
                     builder = builder.header(*name, *value);
                 }

@@ -1,90 +1,54 @@
 //! Load clients for real services: they keep using a service's API while it
 //! upgrades and count every request, so "zero downtime" is a measured number.
-//! Shared here: the Service's endpoints as a client would follow them, and the
-//! tally of requests.
+//! A client reaches the API as a client inside the cluster does: through its
+//! Service's ClusterIP, where kube-proxy picks a ready endpoint for each new
+//! connection. Shared here: that address and the tally of requests.
 
 pub mod cinder;
 pub mod glance;
 pub mod ironic;
 pub mod keystone;
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use k8s_openapi::api::core::v1::Service;
+use kube::Api;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::error::{Result, TestEnvError};
-use crate::services::ready_endpoints;
 use crate::shared::ClientNetns;
 
-/// How often the endpoints are re-read: kube-proxy follows EndpointSlices
-/// within about this long too.
-const REFRESH: Duration = Duration::from_millis(200);
-
-/// A Service's ready endpoints, re-read in the background from its
-/// EndpointSlices (on the caller's runtime: the API server is not reachable
-/// from a client network namespace), picked round-robin.
-#[derive(Clone)]
-pub struct Endpoints {
-    current: Arc<Mutex<Vec<SocketAddr>>>,
-    next: Arc<AtomicUsize>,
-    refresher: Arc<Mutex<Option<JoinHandle<()>>>>,
-}
-
-impl Endpoints {
-    /// Reads the endpoints once, then keeps them current until [`Endpoints::stop`].
-    pub async fn follow(
-        client: &kube::Client,
-        namespace: &str,
-        service: &str,
-        port_name: Option<&str>,
-    ) -> Result<Endpoints> {
-        let first = ready_endpoints(client, namespace, service, port_name).await?;
-        let current = Arc::new(Mutex::new(first));
-        let (client, namespace, service, port) = (
-            client.clone(),
-            namespace.to_string(),
-            service.to_string(),
-            port_name.map(str::to_string),
-        );
-        let shared = current.clone();
-        let refresher = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(REFRESH).await;
-                // A failed read keeps the last list, as kube-proxy keeps its rules.
-                if let Ok(ready) =
-                    ready_endpoints(&client, &namespace, &service, port.as_deref()).await
-                    && let Ok(mut current) = shared.lock()
-                {
-                    *current = ready;
-                }
-            }
-        });
-        Ok(Endpoints {
-            current,
-            next: Arc::new(AtomicUsize::new(0)),
-            refresher: Arc::new(Mutex::new(Some(refresher))),
-        })
-    }
-
-    /// The next ready endpoint, or `None` when none is ready.
-    pub fn pick(&self) -> Option<SocketAddr> {
-        let current = self.current.lock().ok()?;
-        if current.is_empty() {
-            return None;
-        }
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        current.get(n % current.len()).copied()
-    }
-
-    pub fn stop(&self) {
-        if let Some(task) = self.refresher.lock().ok().and_then(|mut t| t.take()) {
-            task.abort();
-        }
-    }
+/// The ClusterIP and port named `port_name` of the Service `service`.
+pub async fn cluster_address(
+    client: &kube::Client,
+    namespace: &str,
+    service: &str,
+    port_name: &str,
+) -> Result<SocketAddr> {
+    let found: Service = Api::namespaced(client.clone(), namespace)
+        .get(service)
+        .await?;
+    let spec = found.spec.unwrap_or_default();
+    let failure = |detail: String| TestEnvError::Service {
+        service: format!("{namespace}/{service}"),
+        detail,
+    };
+    let ip: Ipv4Addr = spec
+        .cluster_ip
+        .as_deref()
+        .and_then(|ip| ip.parse().ok())
+        .ok_or_else(|| failure("no IPv4 ClusterIP (a headless Service?)".into()))?;
+    let port = spec
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| p.name.as_deref() == Some(port_name))
+        .and_then(|p| u16::try_from(p.port).ok())
+        .ok_or_else(|| failure(format!("no port named {port_name}")))?;
+    Ok(SocketAddr::from((ip, port)))
 }
 
 /// One request: when it started, how long it took, why it failed.
@@ -140,7 +104,6 @@ pub type SharedTally = Arc<Mutex<Tally>>;
 pub struct RunningLoad<Outcome> {
     stop: watch::Sender<Option<Duration>>,
     task: JoinHandle<Outcome>,
-    endpoints: Endpoints,
     tally: SharedTally,
 }
 
@@ -154,12 +117,10 @@ impl<Outcome: Send + 'static> RunningLoad<Outcome> {
     /// reach a final state, and says what became of it.
     pub async fn stop(self, settle: Duration) -> Result<Outcome> {
         let _ = self.stop.send(Some(settle));
-        let outcome = self.task.await.map_err(|e| TestEnvError::Service {
+        self.task.await.map_err(|e| TestEnvError::Service {
             service: "load client".into(),
             detail: format!("its task: {e}"),
-        });
-        self.endpoints.stop();
-        outcome
+        })
     }
 }
 
@@ -179,56 +140,42 @@ where
 {
     let session = Session {
         http: http_client()?,
-        endpoints: Endpoints::follow(client, namespace, service, Some("api")).await?,
+        address: cluster_address(client, namespace, service, "api").await?,
         tally: SharedTally::default(),
     };
-    let (endpoints, tally) = (session.endpoints.clone(), session.tally.clone());
+    let tally = session.tally.clone();
     let (stop, stopped) = watch::channel(None);
     let task = netns.spawn(run(session, stopped));
-    Ok(RunningLoad {
-        stop,
-        task,
-        endpoints,
-        tally,
-    })
+    Ok(RunningLoad { stop, task, tally })
 }
 
-/// What every client's requests go through: one HTTP client, the Service's
-/// ready endpoints (picked in turn) and the tally.
+/// What every client's requests go through: one HTTP client, the API
+/// Service's ClusterIP and port, and the tally.
 struct Session {
     http: reqwest::Client,
-    endpoints: Endpoints,
+    address: SocketAddr,
     tally: SharedTally,
 }
 
-/// A request about to be sent to one endpoint, and how a failure names it:
-/// `<METHOD> <path> via <endpoint>`.
+/// A request about to be sent, and how a failure names it:
+/// `<METHOD> <path> via <ClusterIP:port>`.
 struct Request {
     builder: reqwest::RequestBuilder,
     what: String,
-    endpoint: SocketAddr,
 }
 
 impl Session {
-    /// A request for `prefix` + `path` (`/v3`, `/volumes`) at the next ready
-    /// endpoint; none ready is a failure, as a client would see it.
-    fn request(
-        &self,
-        method: reqwest::Method,
-        prefix: &str,
-        path: &str,
-    ) -> std::result::Result<Request, String> {
-        let endpoint = self
-            .endpoints
-            .pick()
-            .ok_or_else(|| format!("{method} {path}: no ready endpoint"))?;
-        Ok(Request {
-            what: format!("{method} {path} via {endpoint}"),
+    /// A request for `prefix` + `path` (`/v3`, `/volumes`) through the
+    /// Service's ClusterIP (a Service without a ready endpoint refuses it, as
+    /// a client would see).
+    fn request(&self, method: reqwest::Method, prefix: &str, path: &str) -> Request {
+        let address = self.address;
+        Request {
+            what: format!("{method} {path} via {address}"),
             builder: self
                 .http
-                .request(method, format!("http://{endpoint}{prefix}{path}")),
-            endpoint,
-        })
+                .request(method, format!("http://{address}{prefix}{path}")),
+        }
     }
 
     /// Runs `request` and records when it started, how long it took and, if
@@ -271,10 +218,14 @@ impl Session {
 
 /// An HTTP client for a load. A request fails after 90 s: past the services'
 /// own RPC timeout (oslo.messaging's 60 s), so a service that gave up waiting
-/// on another answers first and says so.
+/// on another answers first and says so. Every request opens its own
+/// connection, so kube-proxy spreads the load over the ready pods as it does
+/// for many clients, and none rides a kept-alive connection into a pod that
+/// has left the Service.
 fn http_client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(90))
+        .pool_max_idle_per_host(0)
         .build()
         .map_err(|e| TestEnvError::Service {
             service: "load client".into(),

@@ -29,6 +29,7 @@ pub mod dns;
 pub mod events;
 pub mod images;
 pub mod network;
+pub mod node;
 mod pod;
 mod pod_state;
 pub mod probes;
