@@ -15,7 +15,9 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Api;
 use kube::api::ListParams;
-use ratchet_testenv::process_kubelet::cluster_services::{CLUSTER_DNS_IP, resolve_a};
+use ratchet_testenv::process_kubelet::cluster_services::{
+    CLUSTER_DNS_IP, ClusterServices, ClusterServicesConfig, resolve_a,
+};
 use ratchet_testenv::process_kubelet::{network, volume_dir};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{ClientNetns, TestEnv};
@@ -748,6 +750,53 @@ async fn ready_pods_enter_kube_proxys_rules_over_a_rolling_update() -> Result<()
         quantile(0.5),
         quantile(0.99),
         quantile(1.0)
+    );
+    ns.cleanup().await;
+    Ok(())
+}
+
+/// A cluster DNS that cannot start fails the node's start with its own log
+/// (never a silent fallback to pod addresses).
+#[tokio::test]
+async fn a_cluster_dns_that_cannot_start_fails_the_start_with_its_log() -> Result<()> {
+    let (env, client, ns) = setup("dns-fail").await?;
+    let dir = tempfile::tempdir()?;
+    let broken = dir.path().join("coredns");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\necho 'plugin/kubernetes: the API server said no' >&2\nexit 1\n",
+    )?;
+    std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let apiserver: SocketAddr = env
+        .config()
+        .cluster_url
+        .authority()
+        .context("the API server's URL has no host")?
+        .as_str()
+        .parse()?;
+    let network = network::PodNetwork::create()?;
+    let started = ClusterServices::start(
+        &client,
+        &network,
+        ClusterServicesConfig {
+            // Never run: CoreDNS starts first.
+            kube_proxy: broken.clone(),
+            coredns: broken,
+            kubeconfig: env.kubeconfig_path().to_path_buf(),
+            apiserver,
+            node_name: "nowhere".into(),
+            dir: dir.path().join("node"),
+            start_timeout: Duration::from_secs(10),
+        },
+    )
+    .await;
+    let error = match started {
+        Ok(_) => bail!("a CoreDNS that exits at once was accepted"),
+        Err(e) => e.to_string(),
+    };
+    ensure!(
+        error.contains("coredns") && error.contains("the API server said no"),
+        "{error}"
     );
     ns.cleanup().await;
     Ok(())
