@@ -801,3 +801,51 @@ async fn a_cluster_dns_that_cannot_start_fails_the_start_with_its_log() -> Resul
     ns.cleanup().await;
     Ok(())
 }
+
+/// A Service name that does not exist: the process's own resolver error ends
+/// it at once and shows in its pod's status (`FallbackToLogsOnError`, as
+/// Ratchet's Jobs and workloads use), as in a real cluster.
+#[tokio::test]
+async fn a_missing_service_name_fails_the_process_with_its_own_error_in_the_pod_status()
+-> Result<()> {
+    let (_env, client, ns) = setup("dns-typo").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    create(
+        &pods,
+        json!({
+            "metadata": { "name": "typo" },
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{
+                    "name": "main", "image": PYTHON,
+                    "terminationMessagePolicy": "FallbackToLogsOnError",
+                    "command": ["python3", "-c",
+                        "import socket; socket.create_connection(('mariadb-typo', 3306), timeout=30)"]
+                }]
+            }
+        }),
+    )
+    .await?;
+    let ended = until(&pods, "typo", TIMEOUT, "the process ended", |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|phase| phase == "Failed")
+    })
+    .await?;
+    let terminated = ended
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|c| c.into_iter().next())
+        .and_then(|c| c.state)
+        .and_then(|s| s.terminated)
+        .context("no terminated state")?;
+    let message = terminated.message.unwrap_or_default();
+    ensure!(
+        terminated.exit_code == 1 && message.contains("Name or service not known"),
+        "exit {}: {message}",
+        terminated.exit_code
+    );
+    ns.cleanup().await;
+    Ok(())
+}
