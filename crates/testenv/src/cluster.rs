@@ -397,6 +397,11 @@ async fn start_apiserver(
         "--profiling=false".to_string(),
         // One API server, no peers: the lease reconciler only adds start-up work.
         "--endpoint-reconciler-type=none".to_string(),
+        // `kubectl logs`/`exec` make the API server dial the pod's kubelet. By
+        // its node's InternalIP only (127.0.0.1, or the process node's bridge
+        // address, unreachable from the host namespace): never by hostname,
+        // which would ask the host's resolver, off the machine.
+        "--kubelet-preferred-address-types=InternalIP".to_string(),
         "--v=1".to_string(),
     ]
     .into_iter()
