@@ -7,6 +7,7 @@
 //! with them by a test, so a type change without regenerating fails CI.
 
 pub mod common;
+pub mod identity;
 pub mod oslo;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -1,9 +1,12 @@
-//! Keystone for real: keystone 29.1.0 (2026.1) upgraded to 30.0.0 (2026.2)
-//! with every Job and API pod a real process on the process kubelet, against a
-//! real MariaDB, while a client keeps issuing and validating tokens and
-//! creating projects. Tokens issued by the old release must validate on the
-//! new one (both read the key Secrets Ratchet made once). Needs root (the
-//! process kubelet).
+//! Keystone for real, at the centre of a cloud: keystone 29.1.0 (2026.1)
+//! upgraded to 30.0.0 (2026.2) with every Job and API pod a real process on
+//! the process kubelet, against a real MariaDB, while a client keeps issuing
+//! and validating tokens and creating projects, and a Glance that
+//! authenticates every request through this Keystone (`spec.identity`,
+//! found by its Service name) serves a second client logged in as a project
+//! user. Tokens issued by the old release must validate on the new one (both
+//! read the key Secrets Ratchet made once), and Glance's token checks must not
+//! fail while Keystone rolls. Needs root (the process kubelet).
 
 mod common;
 
@@ -15,13 +18,26 @@ use common::real::{
     STEADY_WINDOW, clean_upgrade, install, latency_figures, no_failed_request, prepare_images,
     rows, secret, stop_load, upgrade,
 };
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::PostParams;
 use ratchet_operator::service::OpenStackService;
+use ratchet_services::glance::resource::EXAMPLE_CLAIM;
+use ratchet_services::glance::v1alpha1::Glance;
 use ratchet_services::keystone::v1alpha1::Keystone;
 use ratchet_testenv::backing;
+use ratchet_testenv::load::auth::{self, Credentials, UserGrant};
+use ratchet_testenv::load::cluster_address;
+use ratchet_testenv::load::glance::{self, GlanceLoadOptions};
 use ratchet_testenv::load::keystone::{self, KeystoneLoadOptions};
+use serde_json::json;
 
 const NAME: &str = "keystone";
 const ADMIN_PASSWORD: &str = "ratchet-admin-test";
+const GLANCE: &str = "glance";
+const GLANCE_PASSWORD: &str = "ratchet-glance-test";
+/// The project user Glance's client logs in as.
+const USER: &str = "demo";
+const USER_PASSWORD: &str = "ratchet-demo-test";
 /// Cold: the first db sync, bootstrap and every uWSGI start on two cores.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(900);
@@ -32,10 +48,11 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     prepare_images(&[
         "ratchet.test/keystone:2026.1",
         "ratchet.test/keystone:2026.2",
+        "ratchet.test/glance:2026.1",
     ])
     .await?;
     let h = Harness::start_real("keystone-real").await?;
-    let db = backing::mariadb(&h.client, h.name(), "mariadb", &["keystone"]).await?;
+    let db = backing::mariadb(&h.client, h.name(), "mariadb", &["keystone", GLANCE]).await?;
     secret(&h, "keystone-db", "connection", db.mysql_url("keystone")).await?;
     secret(&h, "keystone-admin", "password", ADMIN_PASSWORD.into()).await?;
 
@@ -43,12 +60,50 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     let keystone: Keystone = serde_json::from_value(example.manifest)?;
     install(&h, &keystone, NAME, "2026.1", INSTALL_TIMEOUT).await?;
 
+    // Glance's service user (the `service` role lets it validate tokens) and
+    // the project user its client logs in as.
     let netns = h.env.client_netns()?;
+    let keystone_addr = cluster_address(&h.client, h.name(), NAME, "api").await?;
+    auth::create_users(
+        &netns,
+        keystone_addr,
+        ADMIN_PASSWORD,
+        &[
+            UserGrant {
+                user: GLANCE.into(),
+                password: GLANCE_PASSWORD.into(),
+                project: "service".into(),
+                role: "service".into(),
+            },
+            UserGrant {
+                user: USER.into(),
+                password: USER_PASSWORD.into(),
+                project: USER.into(),
+                role: "member".into(),
+            },
+        ],
+    )
+    .await?;
+    let glance_api = install_glance(&h, &db).await?;
+    // No token, no image: Glance asks Keystone about every request.
+    let (status, _) = netns.http_get(glance_api, "/v2/images").await??;
+    ensure!(status == 401, "an unauthenticated request got {status}");
+
     let options = KeystoneLoadOptions {
         admin_password: ADMIN_PASSWORD.into(),
         pause: keystone::DEFAULT_PAUSE,
     };
     let load = keystone::start(&h.client, &netns, h.name(), NAME, options).await?;
+    let glance_options = GlanceLoadOptions {
+        login: Some(Credentials {
+            keystone: keystone_addr,
+            user: USER.into(),
+            password: USER_PASSWORD.into(),
+            project: USER.into(),
+        }),
+        ..GlanceLoadOptions::default()
+    };
+    let glance_load = glance::start(&h.client, &netns, h.name(), GLANCE, glance_options).await?;
     let steady_from = SystemTime::now();
     tokio::time::sleep(STEADY_WINDOW).await;
     let upgrade_from = SystemTime::now();
@@ -56,6 +111,20 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     let upgrade_to = SystemTime::now();
 
     let (outcome, tally) = stop_load(load, Duration::from_secs(60)).await?;
+    let (images, glance_tally) = stop_load(glance_load, Duration::from_secs(60)).await?;
+    eprintln!(
+        "FIGURES glance (authenticated through the upgrading Keystone) requests={} failed={} {} images uploaded={}",
+        glance_tally.requests(),
+        glance_tally.failures().len(),
+        latency_figures(&glance_tally, steady_from, (upgrade_from, upgrade_to)),
+        images.uploaded.len(),
+    );
+    no_failed_request(&glance_tally, 50)?;
+    ensure!(
+        images.damaged_after.is_empty(),
+        "images not intact after Keystone's upgrade: {:#?}",
+        images.damaged_after
+    );
     let before_upgrade = outcome
         .issued
         .iter()
@@ -103,4 +172,26 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     );
     h.finish().await;
     Ok(())
+}
+
+/// Glance at 2026.1 with two APIs, authenticating through the Keystone
+/// `NAME` as its service user: its API's ClusterIP address once installed.
+async fn install_glance(h: &Harness, db: &backing::Backing) -> Result<std::net::SocketAddr> {
+    secret(h, "glance-db", "connection", db.mysql_url(GLANCE)).await?;
+    secret(h, "glance-keystone", "password", GLANCE_PASSWORD.into()).await?;
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": { "name": EXAMPLE_CLAIM },
+        "spec": { "accessModes": ["ReadWriteMany"], "resources": { "requests": { "storage": "1Gi" } } },
+    }))?;
+    h.api::<PersistentVolumeClaim>()
+        .create(&PostParams::default(), &claim)
+        .await?;
+    let mut manifest = Glance::example(GLANCE, "2026.1", "ratchet.test/glance", 2).manifest;
+    manifest["spec"]["identity"] = json!({
+        "keystone": NAME,
+        "password": { "secretName": "glance-keystone", "key": "password" },
+    });
+    let glance: Glance = serde_json::from_value(manifest)?;
+    install(h, &glance, GLANCE, "2026.1", INSTALL_TIMEOUT).await?;
+    Ok(cluster_address(&h.client, h.name(), GLANCE, "api").await?)
 }

@@ -6,6 +6,7 @@
 
 mod cached;
 mod caches;
+pub mod identity;
 pub mod ini;
 mod key_secrets;
 pub mod model;

@@ -9,6 +9,7 @@ use super::profile::CONFIG_DIR;
 use crate::glance::v1alpha1::{Glance, GlanceSpec};
 
 use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::identity;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections, same_option};
 use ratchet_operator::service::model::ENV_DATABASE_CONNECTION;
 use ratchet_operator::service::status::{EXTRA_CONFIG, config_refusals};
@@ -43,28 +44,55 @@ pub const PASTE_CONFIG: ManagedOption = ManagedOption {
     set_from: "Ratchet (glance-api-paste.ini in the ConfigMap)",
 };
 
-/// `[paste_deploy] flavor` as `extraConfig` sets it; "" without one.
-fn flavor(spec: &GlanceSpec) -> &str {
+/// `[paste_deploy] flavor` as `extraConfig` sets it, if it does.
+fn extra_flavor(spec: &GlanceSpec) -> Option<&str> {
     spec.extra_config
         .iter()
         .flat_map(|(section, options)| options.iter().map(move |(o, v)| (section, o, v)))
         .find(|(section, option, _)| same_option((section, option), ("paste_deploy", "flavor")))
         .map(|(_, _, value)| value.as_str())
-        .unwrap_or_default()
 }
 
-/// Why `extraConfig`'s `[paste_deploy] flavor` cannot be served: the
-/// rendered pipeline has no such flavor, and the API would not load.
+/// The pipeline's flavor: `extraConfig`'s, else `keystone` with
+/// `spec.identity`, else none ("").
+fn flavor(spec: &GlanceSpec) -> &str {
+    extra_flavor(spec).unwrap_or(match spec.identity {
+        Some(_) => KEYSTONE_FLAVOR,
+        None => "",
+    })
+}
+
+/// The flavor `spec.identity` selects unless `extraConfig` picks another
+/// that authenticates (`keystone+caching`, say).
+const KEYSTONE_FLAVOR: &str = "keystone";
+
+/// Why the pipeline cannot be served: `extraConfig`'s `[paste_deploy]
+/// flavor` is none the rendered pipeline has (the API would not load), or
+/// one without Keystone although `spec.identity` is set.
 pub fn flavor_refusal(spec: &GlanceSpec) -> Option<String> {
     let release = Release::parse(&spec.open_stack_release).ok();
     let flavor = flavor(spec);
-    paste::authenticates(release, flavor).is_none().then(|| {
-        format!(
+    match (paste::authenticates(release, flavor), &spec.identity) {
+        (None, _) => Some(format!(
             "{EXTRA_CONFIG}.paste_deploy.flavor {flavor:?}: {} has no such pipeline (it has {:?})",
             paste::FILE,
             paste::flavors(release)
-        )
-    })
+        )),
+        (Some(false), Some(_)) => Some(format!(
+            "{EXTRA_CONFIG}.paste_deploy.flavor {flavor:?} serves requests without Keystone, \
+             but spec.identity asks for it; pick a keystone flavor or remove the entry"
+        )),
+        _ => None,
+    }
+}
+
+/// Why `spec.identity` cannot be rendered: other fields setting its options.
+pub fn identity_refusals(spec: &GlanceSpec) -> Vec<String> {
+    identity::refusals(
+        spec.identity.as_ref(),
+        &spec.extra_config,
+        &spec.secret_options,
+    )
 }
 
 /// The file, or why it cannot be written: the entries of `extraConfig` that
@@ -74,6 +102,7 @@ pub fn render(namespace: &str, name: &str, spec: &GlanceSpec) -> Result<String, 
     let release = Release::parse(&spec.open_stack_release).ok();
     let mut refused = config_refusals::<Glance>(&spec.extra_config, &spec.secret_options);
     refused.extend(flavor_refusal(spec));
+    refused.extend(identity_refusals(spec));
     let authenticates = paste::authenticates(release, flavor(spec));
     if !refused.is_empty() {
         return Err(refused);
@@ -107,6 +136,18 @@ pub fn render(namespace: &str, name: &str, spec: &GlanceSpec) -> Result<String, 
         // Without Keystone every request's context has no roles, which the
         // new default policies refuse; the legacy ones allow it.
         set("oslo_policy", "enforce_new_defaults", "false");
+    }
+    if extra_flavor(spec).is_none() && spec.identity.is_some() {
+        set("paste_deploy", "flavor", KEYSTONE_FLAVOR);
+    }
+    if let Some(identity) = &spec.identity {
+        identity::render(
+            &mut sections,
+            identity,
+            crate::glance::SERVICE,
+            namespace,
+            crate::keystone::model::API_PORT,
+        );
     }
     ini::overlay(&mut sections, &spec.extra_config, Glance::MANAGED_OPTIONS);
     ini::write(
@@ -182,6 +223,65 @@ mod tests {
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(
             refused[0].starts_with("spec.extraConfig.paste_deploy.flavor \"keystone+cache\""),
+            "{refused:?}"
+        );
+    }
+
+    fn with_identity(extra: serde_json::Value) -> GlanceSpec {
+        GlanceSpec {
+            identity: Some(
+                serde_json::from_value(serde_json::json!({
+                    "keystone": "keystone",
+                    "password": { "secretName": "glance-keystone", "key": "password" },
+                }))
+                .expect("identity"),
+            ),
+            ..spec(extra)
+        }
+    }
+
+    #[test]
+    fn an_identity_authenticates_through_keystones_service_name() {
+        let text = render("ns", "g", &with_identity(serde_json::json!({}))).expect("renders");
+        for expected in [
+            "[keystone_authtoken]\nauth_type = password\nauth_url = http://keystone.ns.svc:5000\n",
+            "username = glance\nwww_authenticate_uri = http://keystone.ns.svc:5000\n",
+            "[paste_deploy]\nconfig_file = /etc/glance/glance.conf.d/glance-api-paste.ini\nflavor = keystone\n",
+            "[service_user]\nauth_type = password\n",
+            "send_service_user_token = true\n",
+        ] {
+            assert!(text.contains(expected), "{expected:?} in\n{text}");
+        }
+        assert!(!text.contains("enforce_new_defaults"), "{text}");
+        assert!(!text.contains("password ="), "{text}");
+        // Another flavor with Keystone is the user's choice.
+        let caching =
+            with_identity(serde_json::json!({ "paste_deploy": { "flavor": "keystone+caching" } }));
+        assert!(
+            render("ns", "g", &caching)
+                .expect("renders")
+                .contains("flavor = keystone+caching\n")
+        );
+    }
+
+    #[test]
+    fn an_identity_refuses_a_flavor_without_keystone_and_its_options_set_elsewhere() {
+        let refused = render(
+            "ns",
+            "g",
+            &with_identity(serde_json::json!({
+                "paste_deploy": { "flavor": "caching" },
+                "keystone_authtoken": { "auth_url": "http://elsewhere:5000" },
+            })),
+        )
+        .expect_err("refused");
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(
+            refused[0].contains("serves requests without Keystone"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[1].contains("keystone_authtoken.auth_url: set by spec.identity"),
             "{refused:?}"
         );
     }

@@ -61,6 +61,8 @@ impl OpenStackService for Glance {
         // Refused at admission too, not only when the file is rendered.
         view.invalid_config
             .extend(config::flavor_refusal(&self.spec));
+        view.invalid_config
+            .extend(config::identity_refusals(&self.spec));
         view
     }
 

@@ -12,7 +12,7 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
     ENV_DATABASE_CONNECTION, SecretEnv, ServiceModel, WorkloadModel,
 };
-use ratchet_operator::service::secret_options;
+use ratchet_operator::service::{identity, secret_options};
 use ratchet_operator::service::{readiness, uwsgi};
 
 /// The ConfigMap key: the name glance's WSGI application reads in its
@@ -50,10 +50,12 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
         support_files: vec![(paste::FILE, paste::render(release)), readiness::script()],
         scratch_dirs: vec![STAGING_DIR, TASKS_DIR],
         state_dir: "/var/lib/glance",
-        secrets: vec![SecretEnv {
+        secrets: std::iter::once(SecretEnv {
             env: ENV_DATABASE_CONNECTION.to_string(),
             source: spec.database.clone(),
-        }],
+        })
+        .chain(spec.identity.iter().flat_map(identity::secret_envs))
+        .collect(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it finds glance-api.conf here.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use ratchet_api::common::{
     ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
 };
+use ratchet_api::identity::IdentitySpec;
 
 /// A Glance deployment, and the release it runs.
 ///
@@ -40,6 +41,12 @@ pub struct GlanceSpec {
     pub database: SecretKeyRef,
     /// Where image data is kept.
     pub image_store: ImageStoreSpec,
+    /// The Keystone every request is authenticated through (the `keystone`
+    /// paste flavor, `[keystone_authtoken]`, `[service_user]`). Without it,
+    /// Glance serves every request unauthenticated (an explicit choice; not
+    /// for production).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentitySpec>,
     /// glance's API (Deployment `<name>-api` and Service `<name>`, port 9292).
     /// Default 1; fewer than 2 is reported as a warning.
     #[serde(default)]
@@ -49,8 +56,8 @@ pub struct GlanceSpec {
     #[schemars(range(min = 10, max = 86400))]
     pub rollout_deadline_seconds: Option<i32>,
     /// Extra `glance-api.conf` settings: section → option → value (e.g.
-    /// `paste_deploy.flavor: keystone` with `keystone_authtoken`, or further
-    /// stores through `DEFAULT.enabled_backends`).
+    /// `paste_deploy.flavor: keystone+caching`, or further stores through
+    /// `DEFAULT.enabled_backends`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "ratchet_api::oslo::sections_schema")]
     pub extra_config: BTreeMap<String, BTreeMap<String, String>>,

@@ -115,7 +115,7 @@ pub async fn start(
     service: &str,
     options: CinderLoadOptions,
 ) -> Result<CinderLoad> {
-    start_load(client, netns, namespace, service, |session, stop| {
+    start_load(client, netns, namespace, service, None, |session, stop| {
         Worker {
             session,
             volumes: Vec::new(),
@@ -157,7 +157,7 @@ impl Worker {
         expect: u16,
         microversion: Option<&str>,
     ) -> std::result::Result<Value, String> {
-        let Request { builder, what } = self.session.request(method, "/v3", path);
+        let Request { builder, what } = self.session.request(method, "/v3", path).await?;
         let mut request = builder.header("X-Auth-Token", TOKEN);
         if let Some(version) = microversion {
             request = request.header("OpenStack-API-Version", format!("volume {version}"));

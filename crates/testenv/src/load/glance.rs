@@ -4,7 +4,8 @@
 //! through the API Service's ClusterIP, from a client network namespace.
 //! Once stopped it downloads every image it uploaded. Any transport error,
 //! unexpected status or changed byte is a failure; nothing is retried to hide
-//! one. Needs a pipeline without authentication (no `[paste_deploy] flavor`).
+//! one. Given credentials, it logs in to Keystone and sends its token
+//! ([`super::auth`]); otherwise Glance must serve without authentication.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -13,6 +14,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::auth::Credentials;
 use super::{
     Made, Outcome, Request, RunningLoad, Session, exchange, start_load, transport_failure,
 };
@@ -49,12 +51,16 @@ impl Outcome for GlanceLoadOutcome {
 #[derive(Clone, Debug)]
 pub struct GlanceLoadOptions {
     pub pause: Duration,
+    /// Whom to log in to Keystone as, when Glance authenticates; none: no
+    /// token is sent (a Glance without `spec.identity`).
+    pub login: Option<Credentials>,
 }
 
 impl Default for GlanceLoadOptions {
     fn default() -> Self {
         GlanceLoadOptions {
             pause: Duration::from_millis(200),
+            login: None,
         }
     }
 }
@@ -70,13 +76,20 @@ pub async fn start(
     service: &str,
     options: GlanceLoadOptions,
 ) -> Result<GlanceLoad> {
-    start_load(client, netns, namespace, service, |session, stop| {
-        Worker {
-            session,
-            outcome: GlanceLoadOutcome::default(),
-        }
-        .run(options, stop)
-    })
+    start_load(
+        client,
+        netns,
+        namespace,
+        service,
+        options.login.clone(),
+        |session, stop| {
+            Worker {
+                session,
+                outcome: GlanceLoadOutcome::default(),
+            }
+            .run(options, stop)
+        },
+    )
     .await
 }
 
@@ -106,7 +119,7 @@ impl Worker {
     async fn call(&self, method: Method, path: &str, body: Body, expect: u16) -> Option<Value> {
         self.session
             .tallied(async {
-                let Request { builder, what } = self.session.request(method, "/v2", path);
+                let Request { builder, what } = self.session.request(method, "/v2", path).await?;
                 let request = match body {
                     Body::None => builder,
                     Body::Json(value) => builder.json(&value),
@@ -124,7 +137,8 @@ impl Worker {
         self.session
             .tallied(async {
                 let path = format!("/images/{id}/file");
-                let Request { builder, what } = self.session.request(Method::GET, "/v2", &path);
+                let Request { builder, what } =
+                    self.session.request(Method::GET, "/v2", &path).await?;
                 let response = builder
                     .send()
                     .await

@@ -88,7 +88,7 @@ pub async fn start(
     service: &str,
     options: IronicLoadOptions,
 ) -> Result<IronicLoad> {
-    start_load(client, netns, namespace, service, |session, stop| {
+    start_load(client, netns, namespace, service, None, |session, stop| {
         Worker {
             session,
             outcome: IronicLoadOutcome::default(),
@@ -117,7 +117,7 @@ impl Worker {
             .tallied(async {
                 // The root lists the API's versions; everything else is under /v1.
                 let prefix = if path == "/" { "" } else { "/v1" };
-                let Request { builder, what } = self.session.request(method, prefix, path);
+                let Request { builder, what } = self.session.request(method, prefix, path).await?;
                 let mut request = builder.header("X-OpenStack-Ironic-API-Version", MICROVERSION);
                 if let Some(body) = &body {
                     request = request.json(body);

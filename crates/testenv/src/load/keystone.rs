@@ -84,7 +84,7 @@ pub async fn start(
     service: &str,
     options: KeystoneLoadOptions,
 ) -> Result<KeystoneLoad> {
-    start_load(client, netns, namespace, service, |session, stop| {
+    start_load(client, netns, namespace, service, None, |session, stop| {
         Worker {
             session,
             outcome: KeystoneLoadOutcome::default(),
@@ -112,7 +112,8 @@ impl Worker {
     ) -> Option<(reqwest::header::HeaderMap, Value)> {
         self.session
             .tallied(async {
-                let Request { mut builder, what } = self.session.request(method, "/v3", path);
+                let Request { mut builder, what } =
+                    self.session.request(method, "/v3", path).await?;
                 for (name, value) in headers {
                     builder = builder.header(*name, *value);
                 }

@@ -4,6 +4,7 @@
 //! Service's ClusterIP, where kube-proxy picks a ready endpoint for each new
 //! connection. Shared here: that address and the tally of requests.
 
+pub mod auth;
 pub mod cinder;
 pub mod glance;
 pub mod ironic;
@@ -125,13 +126,14 @@ impl<Outcome: Send + 'static> RunningLoad<Outcome> {
 }
 
 /// Starts a client: `run` gets its [`Session`] with the Service `service`
-/// (port `api`) and the stop signal (`Some(settle)` once stopped), and runs in
-/// `netns`.
+/// (port `api`; logged in with `credentials`, if any) and the stop signal
+/// (`Some(settle)` once stopped), and runs in `netns`.
 async fn start_load<Outcome, Run>(
     client: &kube::Client,
     netns: &ClientNetns,
     namespace: &str,
     service: &str,
+    credentials: Option<auth::Credentials>,
     run: impl FnOnce(Session, watch::Receiver<Option<Duration>>) -> Run,
 ) -> Result<RunningLoad<Outcome>>
 where
@@ -142,6 +144,10 @@ where
         http: http_client()?,
         address: cluster_address(client, namespace, service, "api").await?,
         tally: SharedTally::default(),
+        login: credentials.map(|credentials| Login {
+            credentials,
+            token: Mutex::new(None),
+        }),
     };
     let tally = session.tally.clone();
     let (stop, stopped) = watch::channel(None);
@@ -150,11 +156,43 @@ where
 }
 
 /// What every client's requests go through: one HTTP client, the API
-/// Service's ClusterIP and port, and the tally.
+/// Service's ClusterIP and port, the tally, and the Keystone login, if the
+/// service authenticates.
 struct Session {
     http: reqwest::Client,
     address: SocketAddr,
     tally: SharedTally,
+    login: Option<Login>,
+}
+
+/// A client's Keystone login and the token it sends now.
+struct Login {
+    credentials: auth::Credentials,
+    token: Mutex<Option<auth::Token>>,
+}
+
+impl Login {
+    /// The token to send: the current one, or a new one when there is none
+    /// or it nears its expiry.
+    async fn token(&self, http: &reqwest::Client) -> std::result::Result<String, String> {
+        let current = self.token.lock().ok().and_then(|t| t.clone());
+        if let Some(token) = current.filter(|t| !t.stale()) {
+            return Ok(token.value);
+        }
+        let token = self.credentials.issue(http).await?;
+        let value = token.value.clone();
+        if let Ok(mut slot) = self.token.lock() {
+            *slot = Some(token);
+        }
+        Ok(value)
+    }
+
+    /// Forgets the token (a service refused it): the next request logs in.
+    fn forget(&self) {
+        if let Ok(mut slot) = self.token.lock() {
+            *slot = None;
+        }
+    }
 }
 
 /// A request about to be sent, and how a failure names it:
@@ -167,15 +205,27 @@ struct Request {
 impl Session {
     /// A request for `prefix` + `path` (`/v3`, `/volumes`) through the
     /// Service's ClusterIP (a Service without a ready endpoint refuses it, as
-    /// a client would see).
-    fn request(&self, method: reqwest::Method, prefix: &str, path: &str) -> Request {
+    /// a client would see), with the login's token; failing to get one fails
+    /// the request.
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        prefix: &str,
+        path: &str,
+    ) -> std::result::Result<Request, String> {
         let address = self.address;
-        Request {
-            what: format!("{method} {path} via {address}"),
-            builder: self
-                .http
-                .request(method, format!("http://{address}{prefix}{path}")),
+        let what = format!("{method} {path} via {address}");
+        let mut builder = self
+            .http
+            .request(method, format!("http://{address}{prefix}{path}"));
+        if let Some(login) = &self.login {
+            let token = login
+                .token(&self.http)
+                .await
+                .map_err(|e| format!("{what}: no token: {e}"))?;
+            builder = builder.header("X-Auth-Token", token);
         }
+        Ok(Request { builder, what })
     }
 
     /// Runs `request` and records when it started, how long it took and, if
@@ -187,6 +237,13 @@ impl Session {
         let at = SystemTime::now();
         let started = std::time::Instant::now();
         let result = request.await;
+        // A refused token is issued again for the next request (the failure
+        // reads `<what>: 401 …`, `exchange`'s form).
+        if let (Some(login), Err(failure)) = (&self.login, &result)
+            && failure.contains(": 401 ")
+        {
+            login.forget();
+        }
         if let Ok(mut tally) = self.tally.lock() {
             tally.records.push(RequestRecord {
                 at,

@@ -1,0 +1,236 @@
+//! Keystone authentication for load clients, as openstacksdk does it: a
+//! project-scoped token from a password login, sent as `X-Auth-Token` with
+//! every request, issued again when it nears its expiry or a service refused
+//! it (the refused request still counts as failed: a 401 is downtime to a
+//! user). Also the few Keystone calls a test makes as the admin to create the
+//! users its services and clients log in as.
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use super::{exchange_with_headers, http_client};
+use crate::error::{Result, TestEnvError};
+use crate::shared::ClientNetns;
+
+/// Who a client logs in as: a user and the project its token is scoped to,
+/// both in the `Default` domain, at Keystone's ClusterIP.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    pub keystone: SocketAddr,
+    pub user: String,
+    pub password: String,
+    pub project: String,
+}
+
+/// A token is issued again this long before Keystone said it expires.
+const EARLY: Duration = Duration::from_secs(60);
+
+/// The token a client sends, and when to stop sending it.
+#[derive(Clone, Debug)]
+pub struct Token {
+    pub value: String,
+    pub expires: SystemTime,
+}
+
+impl Credentials {
+    /// `POST /v3/auth/tokens` with a password, scoped to the project.
+    pub async fn issue(&self, http: &reqwest::Client) -> std::result::Result<Token, String> {
+        let body = json!({ "auth": {
+            "identity": { "methods": ["password"], "password": { "user": {
+                "name": self.user, "domain": { "id": "default" }, "password": self.password } } },
+            "scope": { "project": { "name": self.project, "domain": { "id": "default" } } },
+        } });
+        let what = format!(
+            "POST /v3/auth/tokens as {} via {}",
+            self.user, self.keystone
+        );
+        let request = http
+            .post(format!("http://{}/v3/auth/tokens", self.keystone))
+            .json(&body);
+        let (headers, body) = exchange_with_headers(request, &what, 201).await?;
+        let value = headers
+            .get("X-Subject-Token")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| format!("{what}: no X-Subject-Token"))?
+            .to_string();
+        let expires = body["token"]["expires_at"]
+            .as_str()
+            .and_then(parse_expiry)
+            .ok_or_else(|| format!("{what}: no readable token.expires_at"))?;
+        Ok(Token { value, expires })
+    }
+}
+
+impl Token {
+    /// Whether to issue a new one before using it.
+    pub fn stale(&self) -> bool {
+        SystemTime::now() + EARLY >= self.expires
+    }
+}
+
+/// Keystone's `expires_at` (`2026-12-05T08:12:34.000000Z`) as a time.
+fn parse_expiry(text: &str) -> Option<SystemTime> {
+    let at: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
+    Some(SystemTime::from(at))
+}
+
+/// A user a test creates in Keystone, with its role in a project (both
+/// created when absent, in the `Default` domain).
+#[derive(Clone, Debug)]
+pub struct UserGrant {
+    pub user: String,
+    pub password: String,
+    pub project: String,
+    pub role: String,
+}
+
+/// Logs in as the bootstrap admin at `keystone` (its ClusterIP, from `netns`)
+/// and makes each user of `grants` with its role in its project. Idempotent:
+/// what exists is kept (a user's password is set again).
+pub async fn create_users(
+    netns: &ClientNetns,
+    keystone: SocketAddr,
+    admin_password: &str,
+    grants: &[UserGrant],
+) -> Result<()> {
+    let admin = Credentials {
+        keystone,
+        user: "admin".into(),
+        password: admin_password.into(),
+        project: "admin".into(),
+    };
+    let grants = grants.to_vec();
+    netns
+        .run(async move {
+            let http = http_client()?;
+            let token = admin.issue(&http).await.map_err(failure)?;
+            let keystone = Admin {
+                http,
+                base: format!("http://{keystone}/v3"),
+                token: token.value,
+            };
+            for grant in &grants {
+                let project = keystone
+                    .ensure(
+                        "projects",
+                        &grant.project,
+                        json!({ "name": grant.project, "domain_id": "default" }),
+                    )
+                    .await?;
+                let role = keystone
+                    .ensure("roles", &grant.role, json!({ "name": grant.role }))
+                    .await?;
+                let user = keystone
+                    .ensure(
+                        "users",
+                        &grant.user,
+                        json!({ "name": grant.user, "domain_id": "default",
+                            "password": grant.password, "default_project_id": project }),
+                    )
+                    .await?;
+                keystone
+                    .call(
+                        reqwest::Method::PATCH,
+                        &format!("/users/{user}"),
+                        Some(json!({ "user": { "password": grant.password } })),
+                        200,
+                    )
+                    .await?;
+                keystone
+                    .call(
+                        reqwest::Method::PUT,
+                        &format!("/projects/{project}/users/{user}/roles/{role}"),
+                        None,
+                        204,
+                    )
+                    .await?;
+            }
+            Ok(())
+        })
+        .await?
+}
+
+fn failure(detail: String) -> TestEnvError {
+    TestEnvError::Service {
+        service: "keystone".into(),
+        detail,
+    }
+}
+
+/// The admin's session with Keystone's API.
+struct Admin {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Admin {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        expect: u16,
+    ) -> Result<Value> {
+        let what = format!("{method} /v3{path}");
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-Auth-Token", &self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        exchange_with_headers(request, &what, expect)
+            .await
+            .map(|(_, body)| body)
+            .map_err(failure)
+    }
+
+    /// The id of the `collection` member named `name`, created from `body`
+    /// (wrapped in the collection's singular) when there is none.
+    async fn ensure(&self, collection: &str, name: &str, body: Value) -> Result<String> {
+        let listed = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/{collection}?name={name}"),
+                None,
+                200,
+            )
+            .await?;
+        if let Some(id) = listed[collection][0]["id"].as_str() {
+            return Ok(id.to_string());
+        }
+        let singular = collection.trim_end_matches('s');
+        let created = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/{collection}"),
+                Some(json!({ singular: body })),
+                201,
+            )
+            .await?;
+        created[singular]["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| failure(format!("POST /v3/{collection}: no id in {created}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keystones_expiry_times_are_read_as_utc() {
+        let at = parse_expiry("2026-12-05T08:12:34.000000Z").expect("parses");
+        let seconds = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs();
+        // date -u -d 2026-12-05T08:12:34Z +%s
+        assert_eq!(seconds, 1_796_458_354);
+        assert!(parse_expiry("2026-12-05 08:12:34").is_none());
+    }
+}
