@@ -12,17 +12,14 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Result, ensure};
 use common::Harness;
 use common::real::{
-    STEADY_WINDOW, clean_upgrade, install, latency_figures, no_failed_request, prepare_images,
-    query, secret, stop_load, upgrade,
+    STEADY_WINDOW, claim, clean_upgrade, install, latency_figures, no_failed_request,
+    prepare_images, query, secret, stop_load, upgrade,
 };
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::api::PostParams;
 use ratchet_operator::service::OpenStackService;
 use ratchet_services::glance::resource::EXAMPLE_CLAIM;
 use ratchet_services::glance::v1alpha1::Glance;
 use ratchet_testenv::backing;
 use ratchet_testenv::load::glance::{self, GlanceLoadOptions};
-use serde_json::json;
 
 const NAME: &str = "glance";
 /// Cold: the first db sync and every uWSGI start on two cores.
@@ -36,13 +33,7 @@ async fn a_real_glance_upgrades_under_load_with_no_failed_request_and_every_imag
     let h = Harness::start_real("glance-real").await?;
     let db = backing::mariadb(&h.client, h.name(), "mariadb", &["glance"]).await?;
     secret(&h, "glance-db", "connection", db.mysql_url("glance")).await?;
-    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": { "name": EXAMPLE_CLAIM },
-        "spec": { "accessModes": ["ReadWriteMany"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))?;
-    h.api::<PersistentVolumeClaim>()
-        .create(&PostParams::default(), &claim)
-        .await?;
+    claim(&h, EXAMPLE_CLAIM).await?;
 
     let example = Glance::example(NAME, "2026.1", "ratchet.test/glance", 2);
     let glance: Glance = serde_json::from_value(example.manifest)?;

@@ -15,11 +15,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Result, ensure};
 use common::Harness;
 use common::real::{
-    STEADY_WINDOW, clean_upgrade, install, latency_figures, no_failed_request, prepare_images,
-    rows, secret, stop_load, upgrade,
+    STEADY_WINDOW, claim, clean_upgrade, install, latency_figures, no_failed_request,
+    prepare_images, rows, secret, stop_load, upgrade,
 };
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::api::PostParams;
 use ratchet_operator::service::OpenStackService;
 use ratchet_services::glance::resource::EXAMPLE_CLAIM;
 use ratchet_services::glance::v1alpha1::Glance;
@@ -179,13 +177,7 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
 async fn install_glance(h: &Harness, db: &backing::Backing) -> Result<std::net::SocketAddr> {
     secret(h, "glance-db", "connection", db.mysql_url(GLANCE)).await?;
     secret(h, "glance-keystone", "password", GLANCE_PASSWORD.into()).await?;
-    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": { "name": EXAMPLE_CLAIM },
-        "spec": { "accessModes": ["ReadWriteMany"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))?;
-    h.api::<PersistentVolumeClaim>()
-        .create(&PostParams::default(), &claim)
-        .await?;
+    claim(h, EXAMPLE_CLAIM).await?;
     let mut manifest = Glance::example(GLANCE, "2026.1", "ratchet.test/glance", 2).manifest;
     manifest["spec"]["identity"] = json!({
         "keystone": NAME,

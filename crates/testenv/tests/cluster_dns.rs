@@ -48,6 +48,12 @@ fn cluster_ip(service: &Service) -> Result<Ipv4Addr> {
         .parse()?)
 }
 
+/// A Service `name` on port 80 in front of the pods labelled `app` (their port `http`).
+fn http_service(name: &str, app: &str) -> Value {
+    json!({ "metadata": { "name": name }, "spec": { "selector": { "app": app },
+        "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } })
+}
+
 /// A web server answering `/name` with its pod's name, ready while its
 /// `ctl` emptyDir holds no `down` file (the test writes it from the host).
 fn web_pod_template(app: &str) -> Value {
@@ -148,12 +154,7 @@ async fn pods_resolve_services_statefulset_pods_and_late_services_by_name() -> R
     let services: Api<Service> = Api::namespaced(client.clone(), &n);
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &n);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &n);
-    let web = create(
-        &services,
-        json!({ "metadata": { "name": "web" }, "spec": { "selector": { "app": "web" },
-            "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }),
-    )
-    .await?;
+    let web = create(&services, http_service("web", "web")).await?;
     create(
         &services,
         json!({ "metadata": { "name": "db" }, "spec": { "clusterIP": "None", "selector": { "app": "db" },
@@ -267,12 +268,7 @@ async fn a_cluster_ip_reaches_only_ready_endpoints_and_refuses_without_any() -> 
     let services: Api<Service> = Api::namespaced(client.clone(), &n);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &n);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &n);
-    let web = create(
-        &services,
-        json!({ "metadata": { "name": "web" }, "spec": { "selector": { "app": "web" },
-            "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }),
-    )
-    .await?;
+    let web = create(&services, http_service("web", "web")).await?;
     let empty = create(
         &services,
         json!({ "metadata": { "name": "nobody" }, "spec": { "selector": { "app": "nobody" },
@@ -484,12 +480,7 @@ async fn a_rolling_update_through_a_cluster_ip_fails_no_request() -> Result<()> 
     let n = ns.name().to_string();
     let services: Api<Service> = Api::namespaced(client.clone(), &n);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &n);
-    let web = create(
-        &services,
-        json!({ "metadata": { "name": "web" }, "spec": { "selector": { "app": "web" },
-            "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }),
-    )
-    .await?;
+    let web = create(&services, http_service("web", "web")).await?;
     create(&deployments, versioned_web("one", 0)).await?;
     let rolled = |d: &Deployment| {
         let generation = d.metadata.generation.unwrap_or_default();
@@ -640,12 +631,7 @@ async fn ready_pods_enter_kube_proxys_rules_over_a_rolling_update() -> Result<()
     let services: Api<Service> = Api::namespaced(client.clone(), &n);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &n);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &n);
-    create(
-        &services,
-        json!({ "metadata": { "name": "many" }, "spec": { "selector": { "app": "many" },
-            "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }),
-    )
-    .await?;
+    create(&services, http_service("many", "many")).await?;
     create(&deployments, many_web(REPLICAS, "0")).await?;
     let rolled = |d: &Deployment| {
         let generation = d.metadata.generation.unwrap_or_default();

@@ -53,6 +53,16 @@ pub async fn secret(h: &Harness, name: &str, key: &str, value: String) -> Result
     Ok(())
 }
 
+/// A ReadWriteMany claim of 1 GiB named `name` (a Glance's image store, say).
+pub async fn claim(h: &Harness, name: &str) -> Result<()> {
+    let claim: k8s_openapi::api::core::v1::PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": { "accessModes": ["ReadWriteMany"], "resources": { "requests": { "storage": "1Gi" } } },
+    }))?;
+    h.api().create(&PostParams::default(), &claim).await?;
+    Ok(())
+}
+
 /// Runs `sql` against `database` with Debian's mariadb client from the client
 /// network namespace (a child forked there inherits it): its rows, tab-separated.
 pub async fn query(netns: &ClientNetns, db: &Backing, database: &str, sql: &str) -> Result<String> {
