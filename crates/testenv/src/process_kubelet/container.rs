@@ -551,31 +551,44 @@ impl ContainerWorker {
     }
 
     /// The termination message file's content, or with `FallbackToLogsOnError`
-    /// and a failed empty-handed exit the log's tail (80 lines, 2 KiB), as the
-    /// kubelet reads them.
+    /// and a failed empty-handed exit the log's tail, as the kubelet reads them.
     fn termination_message(&self, code: i32, file: &Path, log: &Path, offset: u64) -> String {
-        let mut message = std::fs::read(file).unwrap_or_default();
-        message.truncate(4096);
-        let message = String::from_utf8_lossy(&message).into_owned();
+        let message = std::fs::read(file).unwrap_or_default();
         let fallback =
             self.container.termination_message_policy.as_deref() == Some("FallbackToLogsOnError");
-        if !message.is_empty() || !fallback || code == 0 {
-            return message;
-        }
-        let bytes = std::fs::read(log).unwrap_or_default();
-        let run = &bytes[(offset as usize).min(bytes.len())..];
-        let text = String::from_utf8_lossy(run);
-        let lines: Vec<&str> = text.lines().collect();
-        let mut tail = lines[lines.len().saturating_sub(80)..].join("\n");
-        if tail.len() > 2048 {
-            let cut = tail.len() - 2048;
-            let cut = (cut..tail.len())
-                .find(|i| tail.is_char_boundary(*i))
-                .unwrap_or(cut);
-            tail = tail[cut..].to_string();
-        }
-        tail
+        let log = match message.is_empty() && fallback && code != 0 {
+            true => std::fs::read(log).unwrap_or_default(),
+            false => Vec::new(),
+        };
+        let run = &log[(offset as usize).min(log.len())..];
+        termination_text(&message, run, fallback && code != 0)
     }
+}
+
+/// The kubelet's limits: a message file's last 4 KiB; a log's last 80 lines,
+/// of them the last 2 KiB (`tail.ReadAtMost` upstream: the end is kept).
+const MESSAGE_BYTES: usize = 4096;
+const LOG_LINES: usize = 80;
+const LOG_BYTES: usize = 2048;
+
+/// What the container's status says it ended with: the message file's end,
+/// or, when that is empty and `from_log` (a failed exit with
+/// `FallbackToLogsOnError`), the end of this run's log.
+fn termination_text(message: &[u8], log: &[u8], from_log: bool) -> String {
+    let last = |bytes: &[u8], max: usize| -> String {
+        String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(max)..]).into_owned()
+    };
+    if !message.is_empty() || !from_log {
+        return last(message, MESSAGE_BYTES);
+    }
+    let text = String::from_utf8_lossy(log);
+    let lines: Vec<&str> = text.lines().collect();
+    last(
+        lines[lines.len().saturating_sub(LOG_LINES)..]
+            .join("\n")
+            .as_bytes(),
+        LOG_BYTES,
+    )
 }
 
 /// The container's `lifecycle.preStop.sleep` (the only hook this kubelet runs).
@@ -707,5 +720,25 @@ async fn liveness_loop(
             }
         }
         tokio::time::sleep(timing.period).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_of_a_long_message_or_log_is_kept() {
+        let message: Vec<u8> = (0..5000).map(|i| b'a' + (i % 26) as u8).collect();
+        let kept = termination_text(&message, b"", true);
+        assert_eq!(kept.len(), MESSAGE_BYTES);
+        assert!(message.ends_with(kept.as_bytes()));
+        let log: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let tail = termination_text(b"", log.as_bytes(), true);
+        assert!(
+            tail.starts_with("line 20\n") && tail.ends_with("line 99"),
+            "{tail}"
+        );
+        assert_eq!(termination_text(b"", log.as_bytes(), false), "");
     }
 }
