@@ -6,7 +6,8 @@
 //! found by its Service name) serves a second client logged in as a project
 //! user. Tokens issued by the old release must validate on the new one (both
 //! read the key Secrets Ratchet made once), and Glance's token checks must not
-//! fail while Keystone rolls. Needs root (the process kubelet).
+//! fail while Keystone rolls. Then Glance itself goes to 33.0.0 (2026.2), still
+//! authenticating, under both clients. Needs root (the process kubelet).
 
 mod common;
 
@@ -24,9 +25,9 @@ use ratchet_services::glance::v1alpha1::Glance;
 use ratchet_services::keystone::v1alpha1::Keystone;
 use ratchet_testenv::backing;
 use ratchet_testenv::load::auth::{self, Credentials, UserGrant};
-use ratchet_testenv::load::cluster_address;
 use ratchet_testenv::load::glance::{self, GlanceLoadOptions};
 use ratchet_testenv::load::keystone::{self, KeystoneLoadOptions};
+use ratchet_testenv::load::{cluster_address, percentile};
 use serde_json::json;
 
 const NAME: &str = "keystone";
@@ -47,6 +48,7 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         "ratchet.test/keystone:2026.1",
         "ratchet.test/keystone:2026.2",
         "ratchet.test/glance:2026.1",
+        "ratchet.test/glance:2026.2",
     ])
     .await?;
     let h = Harness::start_real("keystone-real").await?;
@@ -107,14 +109,25 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     let upgrade_from = SystemTime::now();
     let witness = upgrade::<Keystone>(&h, NAME, "2026.2", UPGRADE_TIMEOUT).await?;
     let upgrade_to = SystemTime::now();
+    // Then Glance itself, still authenticating every request, under both clients.
+    let glance_witness = upgrade::<Glance>(&h, GLANCE, "2026.2", UPGRADE_TIMEOUT).await?;
+    let glance_upgraded = SystemTime::now();
 
     let (outcome, tally) = stop_load(load, Duration::from_secs(60)).await?;
     let (images, glance_tally) = stop_load(glance_load, Duration::from_secs(60)).await?;
     eprintln!(
-        "FIGURES glance (authenticated through the upgrading Keystone) requests={} failed={} {} images uploaded={}",
+        "FIGURES glance (authenticated) requests={} failed={} keystone's upgrade: {} glance's upgrade: {} images uploaded={}",
         glance_tally.requests(),
         glance_tally.failures().len(),
         latency_figures(&glance_tally, steady_from, (upgrade_from, upgrade_to)),
+        {
+            let own = glance_tally.latencies_ms(upgrade_to, glance_upgraded);
+            format!(
+                "p50={:.1}ms p99={:.1}ms",
+                percentile(own.clone(), 0.5),
+                percentile(own, 0.99)
+            )
+        },
         images.uploaded.len(),
     );
     no_failed_request(&glance_tally, 50)?;
@@ -154,6 +167,7 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         outcome.created_projects.len()
     );
     clean_upgrade::<Keystone>(&h, &witness, NAME).await?;
+    clean_upgrade::<Glance>(&h, &glance_witness, GLANCE).await?;
 
     // The schema is at 30.0.0's heads, as its contract Job's check said: one
     // alembic head per branch (expand and contract), each stamped once.
