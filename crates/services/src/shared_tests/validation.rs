@@ -225,3 +225,44 @@ fn extra_config_may_not_move_the_boot_roots_or_add_api_workers() {
         );
     }
 }
+
+#[test]
+fn refuses_a_glance_whose_extra_config_sets_what_its_identity_sets() {
+    let glance = |extra: serde_json::Value| -> crate::glance::v1alpha1::Glance {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+            "kind": "Glance",
+            "metadata": { "name": "g", "namespace": "ns" },
+            "spec": {
+                "openStackRelease": "2026.1",
+                "image": { "repository": "glance", "tag": "2026.1" },
+                "database": { "secretName": "db", "key": "connection" },
+                "imageStore": { "fileVolumeClaim": "images" },
+                "identity": {
+                    "keystone": "keystone",
+                    "password": { "secretName": "glance-keystone", "key": "password" },
+                },
+                "extraConfig": extra,
+            }
+        }))
+        .expect("glance")
+    };
+    assert!(validate(&glance(serde_json::json!({})), None).is_empty());
+    let v = validate(
+        &glance(serde_json::json!({
+            "keystone_authtoken": { "memcached_servers": "elsewhere:11211" },
+            "paste_deploy": { "flavor": "" },
+        })),
+        None,
+    );
+    assert!(
+        v.iter()
+            .any(|m| m.contains("keystone_authtoken.memcached_servers: set by spec.identity")),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|m| m.contains("serves requests without Keystone")),
+        "{v:?}"
+    );
+}
