@@ -23,7 +23,6 @@ pub use observe::{
 pub use profile::{
     ExitReason, JobTemplate, Phase, Pin, Profile, SchemaPending, Step, UpgradeCheck,
 };
-pub use shared::check_exit_code;
 use upgrade::Pass;
 
 /// Decides one reconcile pass: steady state or an upgrade phase, and after a

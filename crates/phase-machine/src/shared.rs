@@ -290,7 +290,7 @@ pub fn read_check_message(message: &str) -> CheckMessage {
 }
 
 /// The exit code in a wrapper's termination message, `... exit <rc>`.
-pub fn check_exit_code(message: &str) -> Option<i32> {
+fn check_exit_code(message: &str) -> Option<i32> {
     // The wrapper's own words come first; the checks' names may follow.
     let (_, rest) = message.trim().split_once("exit ")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
