@@ -37,6 +37,16 @@ stamp_inputs() {
   return 0
 }
 
+#   lock_cache DIR
+# Creates DIR and holds its lock until the script exits, so two builds of one
+# version (two test binaries starting at once) build it once: the second
+# waits, then finds it cached.
+lock_cache() {
+  mkdir -p "$1"
+  exec 9>"$1/.lock"
+  flock 9
+}
+
 #   build_go_tool NAME VERSION PACKAGE LDFLAGS FIRST_TIME
 # Builds PACKAGE as NAME (static, no cgo) into the cache unless the cached one
 # was built from these inputs (stamp_inputs); prints the binary's path.
@@ -45,11 +55,14 @@ build_go_tool() {
   local name=$1 version=$2 package=$3 ldflags=$4 first_time=$5
   local cache_root=${RATCHET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ratchet}
   local out="$cache_root/$name-$version"
-  if [ -x "$out/$name" ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(stamp_inputs); then
-    echo "$out/$name"
-    return 0
-  fi
-  mkdir -p "$out"
+  local attempt
+  for attempt in unlocked locked; do
+    if [ -x "$out/$name" ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(stamp_inputs); then
+      echo "$out/$name"
+      return 0
+    fi
+    [ "$attempt" = unlocked ] && lock_cache "$out"
+  done
   echo "Building $name $version from Go modules into $out (first time: $first_time; logs in $out/*.log)" >&2
   export CGO_ENABLED=0
   with_progress "downloading modules" "$out/download.log" 0 go list -deps "$package"

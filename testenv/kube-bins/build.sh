@@ -12,13 +12,19 @@ k8s_version=$(module_version k8s.io/kubernetes)
 cache_root=${RATCHET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ratchet}
 out="$cache_root/kube-$k8s_version"
 tools=(etcd kube-apiserver kube-controller-manager kubectl kube-proxy)
-complete=yes
-for t in "${tools[@]}"; do [ -x "$out/$t" ] || complete=no; done
-if [ "$complete" = yes ] && [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(cat go.mod go.sum build.sh); then
-  echo "$out"
-  exit 0
-fi
-mkdir -p "$out"
+cached() {
+  local t
+  for t in "${tools[@]}"; do [ -x "$out/$t" ] || return 1; done
+  [ -f "$out/.stamp" ] && cmp -s "$out/.stamp" <(cat go.mod go.sum build.sh)
+}
+for attempt in unlocked locked; do
+  if cached; then
+    echo "$out"
+    exit 0
+  fi
+  # A concurrent build of this version (lock_cache, ../go-tool.sh) finishes first.
+  [ "$attempt" = unlocked ] && lock_cache "$out"
+done
 export CGO_ENABLED=0
 # Without these the binaries report v0.0.0-master.
 minor=${k8s_version#v1.}; minor=${minor%%.*}
