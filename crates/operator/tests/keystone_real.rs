@@ -23,6 +23,7 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_services::glance::resource::EXAMPLE_CLAIM;
 use ratchet_services::glance::v1alpha1::Glance;
 use ratchet_services::keystone::v1alpha1::Keystone;
+use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing;
 use ratchet_testenv::load::auth::{self, Credentials, UserGrant};
 use ratchet_testenv::load::glance::{self, GlanceLoadOptions};
@@ -84,7 +85,8 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         ],
     )
     .await?;
-    let glance_api = install_glance(&h, &db).await?;
+    let cache = backing::memcached(&h.client, h.name(), "memcached").await?;
+    let glance_api = install_glance(&h, &db, &cache).await?;
     // No token, no image: Glance asks Keystone about every request.
     let (status, _) = netns.http_get(glance_api, "/v2/images").await??;
     ensure!(status == 401, "an unauthenticated request got {status}");
@@ -131,6 +133,20 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         images.uploaded.len(),
     );
     no_failed_request(&glance_tally, 50)?;
+    // keystonemiddleware kept the validated tokens in memcached and found
+    // them there again.
+    let stats = memcached_stats(&netns, &cache).await?;
+    let stat = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("STAT {name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    ensure!(
+        stat("curr_items") > 0 && stat("get_hits") > 0,
+        "the token cache was not used: {stats}"
+    );
     ensure!(
         images.damaged_after.is_empty(),
         "images not intact after Keystone's upgrade: {:#?}",
@@ -188,7 +204,11 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
 
 /// Glance at 2026.1 with two APIs, authenticating through the Keystone
 /// `NAME` as its service user: its API's ClusterIP address once installed.
-async fn install_glance(h: &Harness, db: &backing::Backing) -> Result<std::net::SocketAddr> {
+async fn install_glance(
+    h: &Harness,
+    db: &backing::Backing,
+    cache: &backing::Backing,
+) -> Result<std::net::SocketAddr> {
     secret(h, "glance-db", "connection", db.mysql_url(GLANCE)).await?;
     secret(h, "glance-keystone", "password", GLANCE_PASSWORD.into()).await?;
     claim(h, EXAMPLE_CLAIM).await?;
@@ -196,8 +216,25 @@ async fn install_glance(h: &Harness, db: &backing::Backing) -> Result<std::net::
     manifest["spec"]["identity"] = json!({
         "keystone": NAME,
         "password": { "secretName": "glance-keystone", "key": "password" },
+        "memcachedServers": [cache.memcached_server()],
     });
     let glance: Glance = serde_json::from_value(manifest)?;
     install(h, &glance, GLANCE, "2026.1", INSTALL_TIMEOUT).await?;
     Ok(cluster_address(&h.client, h.name(), GLANCE, "api").await?)
+}
+
+/// memcached's `stats`, asked through its ClusterIP from `netns`.
+async fn memcached_stats(netns: &ClientNetns, cache: &backing::Backing) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = std::net::SocketAddr::from((cache.cluster_ip, backing::MEMCACHED_PORT));
+    let text = netns
+        .run(async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await?;
+            stream.write_all(b"stats\r\nquit\r\n").await?;
+            let mut text = String::new();
+            stream.read_to_string(&mut text).await?;
+            Ok::<_, std::io::Error>(text)
+        })
+        .await??;
+    Ok(text)
 }

@@ -1,5 +1,5 @@
 //! The services OpenStack processes need, run as real pods on the process
-//! kubelet: MariaDB and RabbitMQ from Debian's packages, each a bare pod with
+//! kubelet: MariaDB, RabbitMQ and memcached from Debian's packages, each a bare pod with
 //! its data in an emptyDir (kept across container restarts), behind a
 //! ClusterIP Service of the same name. Services reach them as they would in a
 //! production cluster: by the Service's DNS name (`mariadb.<ns>.svc`, through
@@ -26,6 +26,8 @@ use crate::wait::until;
 
 pub const MARIADB_IMAGE: &str = "ratchet.test/mariadb:10.11";
 pub const RABBITMQ_IMAGE: &str = "ratchet.test/rabbitmq:3.10";
+pub const MEMCACHED_IMAGE: &str = "ratchet.test/memcached:1.6";
+pub const MEMCACHED_PORT: u16 = 11211;
 /// Cold starts include RabbitMQ's Erlang boot and MariaDB's first install.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -61,6 +63,11 @@ impl Backing {
     /// `[DEFAULT] transport_url`.
     pub fn amqp_url(&self) -> String {
         format!("rabbit://{USER}:{PASSWORD}@{}:5672/", self.host())
+    }
+
+    /// A memcached server as `spec.identity.memcachedServers` lists it.
+    pub fn memcached_server(&self) -> String {
+        format!("{}:{MEMCACHED_PORT}", self.host())
     }
 
     /// Stops the server and waits until its pod reports not ready; the pod,
@@ -286,6 +293,26 @@ pub async fn rabbitmq(client: &Client, namespace: &str, name: &str) -> Result<Ba
         name,
         manifest(name, container, 5672),
         5672,
+    )
+    .await
+}
+
+/// memcached, keystonemiddleware's token cache, with 64 MiB.
+pub async fn memcached(client: &Client, namespace: &str, name: &str) -> Result<Backing> {
+    let server = supervised(&format!(
+        "/usr/bin/memcached -u root -l 0.0.0.0 -p {MEMCACHED_PORT} -m 64"
+    ));
+    let container = json!({
+        "name": "memcached",
+        "image": MEMCACHED_IMAGE,
+        "command": ["/bin/sh", "-c", server],
+    });
+    start(
+        client,
+        namespace,
+        name,
+        manifest(name, container, MEMCACHED_PORT),
+        MEMCACHED_PORT,
     )
     .await
 }
