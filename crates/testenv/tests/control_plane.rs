@@ -97,6 +97,32 @@ async fn deployment_rolls_through_replicasets_within_surge_limits() -> Result<()
         .await?;
     let new_generation = patched.metadata.generation.context("generation")?;
 
+    // maxSurge 1: the ReplicaSets never ask for more than 4 pods together. Read
+    // from their specs, polled beside the watch: the Deployment's
+    // status.replicas sums what each ReplicaSet last observed, which may still
+    // count pods of a scale-down (seen: 5 under a loaded machine).
+    let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
+        Api::namespaced(client.clone(), ns.name());
+    let surge_watch = {
+        let sets = sets.clone();
+        tokio::spawn(async move {
+            let mut most = 0;
+            loop {
+                if let Ok(list) = sets.list(&ListParams::default().labels("app=web")).await {
+                    let asked: i32 = list
+                        .items
+                        .iter()
+                        .filter_map(|rs| rs.spec.as_ref().and_then(|s| s.replicas))
+                        .sum();
+                    most = most.max(asked);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if most > 4 {
+                    return most;
+                }
+            }
+        })
+    };
     let mut updated_seen = Vec::new();
     let mut violations = Vec::new();
     until(&api, "web", TIMEOUT, "second rollout", |d| {
@@ -109,14 +135,20 @@ async fn deployment_rolls_through_replicasets_within_surge_limits() -> Result<()
             if updated_seen.last() != Some(&updated) {
                 updated_seen.push(updated);
             }
-            // maxSurge 1: never more than 4 pods; maxUnavailable 0: never fewer than 3 available.
-            if s.replicas.unwrap_or(0) > 4 || s.available_replicas.unwrap_or(0) < 3 {
+            // maxUnavailable 0: never fewer than 3 available.
+            if s.available_replicas.unwrap_or(0) < 3 {
                 violations.push(format!("{s:?}"));
             }
         }
         fully_rolled_out(d, 3)
     })
     .await?;
+    if surge_watch.is_finished() {
+        let most = surge_watch.await?;
+        violations.push(format!("the ReplicaSets asked for {most} pods together"));
+    } else {
+        surge_watch.abort();
+    }
     ensure!(
         violations.is_empty(),
         "surge limits violated: {violations:#?}"
@@ -131,8 +163,6 @@ async fn deployment_rolls_through_replicasets_within_surge_limits() -> Result<()
     );
 
     // Two real ReplicaSets: the old one scaled to zero, the new one at 3.
-    let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
-        Api::namespaced(client.clone(), ns.name());
     let mut replicas: Vec<i32> = sets
         .list(&ListParams::default().labels("app=web"))
         .await?
