@@ -2,7 +2,8 @@
 //! upgrades and count every request, so "zero downtime" is a measured number.
 //! A client reaches the API as a client inside the cluster does: through its
 //! Service's ClusterIP, where kube-proxy picks a ready endpoint for each new
-//! connection. Shared here: that address and the tally of requests.
+//! connection. Shared here: that address, the Keystone login of a client whose
+//! service authenticates ([`auth`]), and the tally of requests.
 
 pub mod auth;
 pub mod cinder;
