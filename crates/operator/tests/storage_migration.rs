@@ -463,11 +463,18 @@ async fn objects_are_rewritten_in_the_storage_version_and_stored_versions_pruned
         },
     )
     .await?;
-    let metrics = operator.metrics().encode();
-    ensure!(
-        metrics.contains("ratchet_storage_migrations_total{crd=\"cinders.cinder.openstack.c5c3.io\",outcome=\"clean\"}"),
-        "{metrics}"
-    );
+    // The condition may read UpToDate from an earlier run before this run's
+    // outcome is counted: wait for the count.
+    let counted = "ratchet_storage_migrations_total{crd=\"cinders.cinder.openstack.c5c3.io\",outcome=\"clean\"}";
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let metrics = operator.metrics().encode();
+        if metrics.contains(counted) {
+            break;
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     operator.stop().await;
     let listed = dynamic.list(&ListParams::default()).await?;
     ensure!(listed.items.len() == OBJECTS + 1);
