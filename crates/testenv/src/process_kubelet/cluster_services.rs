@@ -43,6 +43,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use hickory_proto::ProtoError;
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::PostParams;
@@ -135,36 +138,19 @@ impl ClusterServices {
 
         let corefile = config.dir.join("Corefile");
         std::fs::write(&corefile, corefile_text(&kubeconfig)).at(&corefile)?;
-        let mut coredns = ManagedProcess::start(
-            "coredns",
-            Path::new("ip"),
-            &in_netns(
-                &netns,
+        let node_program = NodeProgram {
+            node: &node,
+            netns: &netns,
+            timeout: config.start_timeout,
+        };
+        let coredns = node_program
+            .start(
+                "coredns",
                 &config.coredns,
                 &["-conf".into(), corefile.display().to_string()],
-            ),
-            config.dir.join("coredns.log"),
-        )?;
-        let timeout = config.start_timeout;
-        let ready = |port: u16, path: &'static str| {
-            let handle = node.handle();
-            move || {
-                let handle = handle.clone();
-                async move {
-                    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-                    let get = handle.spawn(async move {
-                        tokio::time::timeout(
-                            Duration::from_secs(2),
-                            super::probes::http_get(addr, path),
-                        )
-                        .await
-                    });
-                    matches!(get.await, Ok(Ok(Ok((200, _)))))
-                }
-            }
-        };
-        coredns
-            .wait_ready(timeout, ready(COREDNS_READY_PORT, "/ready"))
+                config.dir.join("coredns.log"),
+                (COREDNS_READY_PORT, "/ready"),
+            )
             .await?;
         publish_kube_dns(client, network.bridge_ip(), &config.node_name).await?;
 
@@ -172,18 +158,14 @@ impl ClusterServices {
         let text = serde_json::to_vec_pretty(&kube_proxy_config(&kubeconfig, &config.node_name))
             .map_err(|e| TestEnvError::Kubeconfig(e.to_string()))?;
         std::fs::write(&proxy_config, text).at(&proxy_config)?;
-        let mut kube_proxy = ManagedProcess::start(
-            "kube-proxy",
-            Path::new("ip"),
-            &in_netns(
-                &netns,
+        let kube_proxy = node_program
+            .start(
+                "kube-proxy",
                 &config.kube_proxy,
                 &[format!("--config={}", proxy_config.display())],
-            ),
-            config.dir.join("kube-proxy.log"),
-        )?;
-        kube_proxy
-            .wait_ready(timeout, ready(PROXY_HEALTHZ_PORT, "/healthz"))
+                config.dir.join("kube-proxy.log"),
+                (PROXY_HEALTHZ_PORT, "/healthz"),
+            )
             .await?;
 
         let services = ClusterServices {
@@ -192,7 +174,7 @@ impl ClusterServices {
             relay,
             _node: node,
         };
-        services.check_dns(network, timeout).await?;
+        services.check_dns(network, config.start_timeout).await?;
         Ok(services)
     }
 
@@ -242,6 +224,49 @@ impl ClusterServices {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+/// How a program of the node is started: in its network namespace, ready
+/// once its health endpoint on the namespace's loopback answers 200.
+struct NodeProgram<'a> {
+    node: &'a NetnsRuntime,
+    netns: &'a str,
+    timeout: Duration,
+}
+
+impl NodeProgram<'_> {
+    async fn start(
+        &self,
+        component: &'static str,
+        binary: &Path,
+        args: &[String],
+        log: PathBuf,
+        (port, path): (u16, &'static str),
+    ) -> Result<ManagedProcess> {
+        let mut process = ManagedProcess::start(
+            component,
+            Path::new("ip"),
+            &in_netns(self.netns, binary, args),
+            log,
+        )?;
+        let handle = self.node.handle();
+        let healthy = move || {
+            let handle = handle.clone();
+            async move {
+                let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+                let get = handle.spawn(async move {
+                    tokio::time::timeout(
+                        Duration::from_secs(2),
+                        super::probes::http_get(addr, path),
+                    )
+                    .await
+                });
+                matches!(get.await, Ok(Ok(Ok((200, _)))))
+            }
+        };
+        process.wait_ready(self.timeout, healthy).await?;
+        Ok(process)
     }
 }
 
@@ -477,78 +502,53 @@ pub async fn resolve_a(
 }
 
 fn encode_query(id: u16, name: &str) -> std::io::Result<Vec<u8>> {
-    let mut q = Vec::with_capacity(32 + name.len());
-    q.extend_from_slice(&id.to_be_bytes());
-    // Recursion desired; one question, no other records.
-    q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
-    for label in name.trim_end_matches('.').split('.') {
-        if label.is_empty() || label.len() > 63 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{name:?} is no DNS name"),
-            ));
-        }
-        q.push(label.len() as u8);
-        q.extend_from_slice(label.as_bytes());
-    }
-    q.push(0);
-    // QTYPE A, QCLASS IN.
-    q.extend_from_slice(&[0, 1, 0, 1]);
-    Ok(q)
+    let invalid = |e: ProtoError| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name:?} is no DNS name: {e}"),
+        )
+    };
+    let mut query = Message::new();
+    query
+        .set_id(id)
+        .set_recursion_desired(true)
+        .add_query(Query::query(
+            Name::from_ascii(name).map_err(invalid)?,
+            RecordType::A,
+        ));
+    query.to_vec().map_err(invalid)
 }
 
 fn decode_a_answers(id: u16, msg: &[u8]) -> std::io::Result<Vec<Ipv4Addr>> {
-    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
-    if msg.len() < 12 || msg[0..2] != id.to_be_bytes() {
-        return Err(bad("not an answer to this query"));
+    let answer = Message::from_vec(msg)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+    if answer.id() != id {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not an answer to this query",
+        ));
     }
-    let rcode = msg[3] & 0x0f;
-    if rcode != 0 {
-        let name = match rcode {
-            2 => "SERVFAIL",
-            3 => "NXDOMAIN",
-            5 => "REFUSED",
-            _ => "an error",
+    let code = answer.response_code();
+    if code != ResponseCode::NoError {
+        let name = match code {
+            ResponseCode::ServFail => "SERVFAIL".to_string(),
+            ResponseCode::NXDomain => "NXDOMAIN".to_string(),
+            ResponseCode::Refused => "REFUSED".to_string(),
+            other => other.to_string(),
         };
         return Err(std::io::Error::other(format!(
-            "the server answered {name} (rcode {rcode})"
+            "the server answered {name} (rcode {})",
+            u16::from(code)
         )));
     }
-    let questions = u16::from_be_bytes([msg[4], msg[5]]);
-    let answers = u16::from_be_bytes([msg[6], msg[7]]);
-    let mut at = 12;
-    let skip_name = |mut at: usize| -> std::io::Result<usize> {
-        loop {
-            let len = *msg.get(at).ok_or_else(|| bad("truncated name"))?;
-            if len & 0xc0 == 0xc0 {
-                return Ok(at + 2);
-            }
-            if len == 0 {
-                return Ok(at + 1);
-            }
-            at += 1 + len as usize;
-        }
-    };
-    for _ in 0..questions {
-        at = skip_name(at)? + 4;
-    }
-    let mut addresses = Vec::new();
-    for _ in 0..answers {
-        at = skip_name(at)?;
-        let header = msg
-            .get(at..at + 10)
-            .ok_or_else(|| bad("truncated record"))?;
-        let kind = u16::from_be_bytes([header[0], header[1]]);
-        let len = u16::from_be_bytes([header[8], header[9]]) as usize;
-        let data = msg
-            .get(at + 10..at + 10 + len)
-            .ok_or_else(|| bad("truncated record data"))?;
-        if kind == 1 && len == 4 {
-            addresses.push(Ipv4Addr::new(data[0], data[1], data[2], data[3]));
-        }
-        at += 10 + len;
-    }
-    Ok(addresses)
+    Ok(answer
+        .answers()
+        .iter()
+        .filter_map(|record| match record.data() {
+            RData::A(address) => Some(address.0),
+            _ => None,
+        })
+        .collect())
 }
 
 #[cfg(test)]
