@@ -12,6 +12,16 @@ pub const DEFAULT_REGION: &str = "RegionOne";
 pub const SERVICE_PROJECT: &str = "service";
 /// The domain of the service users and the service project.
 pub const SERVICE_DOMAIN: &str = "Default";
+/// The port Keystone's API listens on, behind its Service.
+pub const KEYSTONE_API_PORT: i32 = 5000;
+/// The Keystone resource a service names, as the operator reads it.
+pub const KEYSTONE_GROUP: &str = "keystone.openstack.c5c3.io";
+pub const KEYSTONE_VERSION: &str = "v1alpha1";
+pub const KEYSTONE_KIND: &str = "Keystone";
+/// The user and project `keystone-manage bootstrap` creates, whose password
+/// the Keystone resource names in `spec.adminPassword`.
+pub const ADMIN_USER: &str = "admin";
+pub const ADMIN_PROJECT: &str = "admin";
 
 /// The Keystone a service validates every request against, and its own
 /// service user there.

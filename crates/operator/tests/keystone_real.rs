@@ -16,10 +16,14 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Result, ensure};
 use common::Harness;
 use common::real::{
-    STEADY_WINDOW, claim, clean_upgrade, install, latency_figures, no_failed_request,
+    STEADY_WINDOW, claim, clean_upgrade, installed, latency_figures, no_failed_request,
     prepare_images, rows, secret, stop_load, upgrade,
 };
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
 use ratchet_operator::service::OpenStackService;
+use ratchet_phase_machine::vocabulary::{condition, reason};
 use ratchet_services::glance::resource::EXAMPLE_CLAIM;
 use ratchet_services::glance::v1alpha1::Glance;
 use ratchet_services::keystone::v1alpha1::Keystone;
@@ -29,6 +33,7 @@ use ratchet_testenv::load::auth::{self, Credentials, UserGrant};
 use ratchet_testenv::load::glance::{self, GlanceLoadOptions};
 use ratchet_testenv::load::keystone::{self, KeystoneLoadOptions};
 use ratchet_testenv::load::{cluster_address, percentile};
+use ratchet_testenv::wait::until;
 use serde_json::json;
 
 const NAME: &str = "keystone";
@@ -59,34 +64,56 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
 
     let example = Keystone::example(NAME, "2026.1", "ratchet.test/keystone", 2);
     let keystone: Keystone = serde_json::from_value(example.manifest)?;
-    install(&h, &keystone, NAME, "2026.1", INSTALL_TIMEOUT).await?;
+    h.api::<Keystone>()
+        .create(&PostParams::default(), &keystone)
+        .await?;
+    // Glance at once, before Keystone serves: its registration (service user,
+    // catalogue entry, endpoints) fails, is reported and retried, and its API
+    // waits for it.
+    let cache = backing::memcached(&h.client, h.name(), "memcached").await?;
+    create_glance(&h, &db, &cache).await?;
+    installed::<Keystone>(&h, NAME, "2026.1", INSTALL_TIMEOUT).await?;
+    installed::<Glance>(&h, GLANCE, "2026.1", INSTALL_TIMEOUT).await?;
+    let retried = h.event_types(GLANCE, reason::REGISTRATION_RETRYING).await?;
+    ensure!(
+        !retried.is_empty() && retried.iter().all(|t| t == "Warning"),
+        "the registration's failed attempts were not reported: {retried:?}"
+    );
+    ensure!(h.event_types(GLANCE, reason::REGISTERED).await? == ["Normal"]);
+    let glance_api = cluster_address(&h.client, h.name(), GLANCE, "api").await?;
 
-    // Glance's service user (the `service` role lets it validate tokens) and
-    // the project user its client logs in as.
     let netns = h.env.client_netns()?;
     let keystone_addr = cluster_address(&h.client, h.name(), NAME, "api").await?;
+    let endpoints: Vec<(String, String)> = auth::catalog(&netns, keystone_addr, ADMIN_PASSWORD)
+        .await?
+        .into_iter()
+        .filter(|e| e.service_type == "image" && e.region == "RegionOne")
+        .map(|e| (e.interface, e.url))
+        .collect();
+    let url = format!("http://{GLANCE}.{}.svc:9292", h.name());
+    ensure!(
+        endpoints
+            == [
+                ("internal".to_string(), url.clone()),
+                ("public".to_string(), url)
+            ],
+        "Glance's endpoints in the catalogue: {endpoints:?}"
+    );
+    a_refused_password_is_reported_and_retried_on_a_new_secret(&h, &netns, keystone_addr).await?;
+
+    // The project user Glance's client logs in as.
     auth::create_users(
         &netns,
         keystone_addr,
         ADMIN_PASSWORD,
-        &[
-            UserGrant {
-                user: GLANCE.into(),
-                password: GLANCE_PASSWORD.into(),
-                project: "service".into(),
-                role: "service".into(),
-            },
-            UserGrant {
-                user: USER.into(),
-                password: USER_PASSWORD.into(),
-                project: USER.into(),
-                role: "member".into(),
-            },
-        ],
+        &[UserGrant {
+            user: USER.into(),
+            password: USER_PASSWORD.into(),
+            project: USER.into(),
+            role: "member".into(),
+        }],
     )
     .await?;
-    let cache = backing::memcached(&h.client, h.name(), "memcached").await?;
-    let glance_api = install_glance(&h, &db, &cache).await?;
     // No token, no image: Glance asks Keystone about every request.
     let (status, _) = netns.http_get(glance_api, "/v2/images").await??;
     ensure!(status == 401, "an unauthenticated request got {status}");
@@ -202,13 +229,9 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     Ok(())
 }
 
-/// Glance at 2026.1 with two APIs, authenticating through the Keystone
-/// `NAME` as its service user: its API's ClusterIP address once installed.
-async fn install_glance(
-    h: &Harness,
-    db: &backing::Backing,
-    cache: &backing::Backing,
-) -> Result<std::net::SocketAddr> {
+/// Creates Glance at 2026.1 with two APIs, authenticating through the
+/// Keystone `NAME` as its service user, which Ratchet registers.
+async fn create_glance(h: &Harness, db: &backing::Backing, cache: &backing::Backing) -> Result<()> {
     secret(h, "glance-db", "connection", db.mysql_url(GLANCE)).await?;
     secret(h, "glance-keystone", "password", GLANCE_PASSWORD.into()).await?;
     claim(h, EXAMPLE_CLAIM).await?;
@@ -219,8 +242,87 @@ async fn install_glance(
         "memcachedServers": [cache.memcached_server()],
     });
     let glance: Glance = serde_json::from_value(manifest)?;
-    install(h, &glance, GLANCE, "2026.1", INSTALL_TIMEOUT).await?;
-    Ok(cluster_address(&h.client, h.name(), GLANCE, "api").await?)
+    h.api::<Glance>()
+        .create(&PostParams::default(), &glance)
+        .await?;
+    Ok(())
+}
+
+/// A second Glance whose service user already exists in Keystone with
+/// another password than its Secret's: Ratchet does not reset a user it did
+/// not create, says so naming the Secret, starts no API, and registers once
+/// the Secret holds the user's password. Then it is deleted.
+async fn a_refused_password_is_reported_and_retried_on_a_new_secret(
+    h: &Harness,
+    netns: &ClientNetns,
+    keystone: std::net::SocketAddr,
+) -> Result<()> {
+    const REFUSED: &str = "glance-refused";
+    const LEGACY_USER: &str = "legacy-glance";
+    const LEGACY_PASSWORD: &str = "ratchet-legacy-test";
+    auth::create_users(
+        netns,
+        keystone,
+        ADMIN_PASSWORD,
+        &[UserGrant {
+            user: LEGACY_USER.into(),
+            password: LEGACY_PASSWORD.into(),
+            project: "service".into(),
+            role: "service".into(),
+        }],
+    )
+    .await?;
+    let secret_name = "glance-refused-keystone";
+    secret(h, secret_name, "password", "not-the-users-password".into()).await?;
+    let mut manifest = Glance::example(REFUSED, "2026.1", "ratchet.test/glance", 1).manifest;
+    manifest["spec"]["identity"] = json!({
+        "keystone": NAME,
+        "username": LEGACY_USER,
+        "password": { "secretName": secret_name, "key": "password" },
+    });
+    let glance: Glance = serde_json::from_value(manifest)?;
+    let api = h.api::<Glance>();
+    api.create(&PostParams::default(), &glance).await?;
+    let registration = |g: &Glance| {
+        g.status
+            .as_ref()
+            .and_then(|s| {
+                s.conditions
+                    .iter()
+                    .find(|c| c.type_ == condition::KEYSTONE_REGISTERED)
+            })
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    let refused = until(
+        &api,
+        REFUSED,
+        INSTALL_TIMEOUT,
+        "the password refused",
+        |g| registration(g).is_some_and(|(r, _)| r == reason::SERVICE_PASSWORD_REFUSED),
+    )
+    .await?;
+    let message = registration(&refused).map(|(_, m)| m).unwrap_or_default();
+    ensure!(
+        message.contains(secret_name) && message.contains(LEGACY_USER),
+        "the condition does not name the user and the Secret: {message}"
+    );
+    h.wait_event(REFUSED, reason::SERVICE_PASSWORD_REFUSED)
+        .await?;
+    let deployments: Api<Deployment> = h.api();
+    ensure!(
+        deployments
+            .get_opt(&format!("{REFUSED}-api"))
+            .await?
+            .is_none(),
+        "an API started without its registration"
+    );
+    secret(h, secret_name, "password", LEGACY_PASSWORD.into()).await?;
+    until(&api, REFUSED, INSTALL_TIMEOUT, "registered", |g| {
+        registration(g).is_some_and(|(r, _)| r == reason::REGISTERED)
+    })
+    .await?;
+    api.delete(REFUSED, &DeleteParams::default()).await?;
+    Ok(())
 }
 
 /// memcached's `stats`, asked through its ClusterIP from `netns`.

@@ -8,6 +8,7 @@ pub mod decision;
 pub mod hash;
 pub mod observe;
 pub mod profile;
+pub mod registration;
 mod shared;
 mod steady;
 mod upgrade;
@@ -17,8 +18,8 @@ pub use decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
 pub use observe::{
-    ConditionState, JobOutcome, Observed, ObservedJob, ObservedWorkload, Rollout, SpecView,
-    StatusView, WorkloadId,
+    ConditionState, JobOutcome, Observed, ObservedJob, ObservedRegistration, ObservedWorkload,
+    Rollout, SpecView, StatusView, WorkloadId,
 };
 pub use profile::{
     ExitReason, JobTemplate, Phase, Pin, Profile, SchemaPending, Step, UpgradeCheck,

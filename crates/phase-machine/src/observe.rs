@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::registration::ObservedRegistration;
+
 /// Status of a condition as stored on the resource.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConditionState {
@@ -71,6 +73,8 @@ pub struct ObservedJob {
     pub exit_code: Option<i32>,
     /// Termination message of its last finished pod, when the controller read it.
     pub termination_message: Option<String>,
+    /// Seconds since the Job controller gave up on it (a failed Job).
+    pub failed_seconds_ago: Option<u64>,
 }
 
 /// Rollout counters of a Deployment (or StatefulSet).
@@ -148,6 +152,8 @@ pub struct Observed {
     /// UID of the last Job whose upgrade-check result was reported (an
     /// annotation on the resource).
     pub reported_check_job: Option<String>,
+    /// The registration in Keystone `spec.identity` asks for, if any.
+    pub registration: Option<ObservedRegistration>,
     /// The current time (RFC 3339), for condition transitions.
     pub now: String,
 }

@@ -351,7 +351,12 @@ impl Draft {
             self.database,
             self.deployments,
             serving(obs),
-            advisories(profile, obs),
+            advisories(profile, obs)
+                .into_iter()
+                .chain(
+                    crate::registration::verdict(obs).map(|v| (condition::KEYSTONE_REGISTERED, v)),
+                )
+                .collect(),
         );
         let mut events = self.events;
         events.extend(condition_events);

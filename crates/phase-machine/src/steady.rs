@@ -9,6 +9,7 @@ use crate::decision::{JobAction, Outcome};
 use crate::hash::job_spec_hash;
 use crate::observe::{JobOutcome, Observed};
 use crate::profile::{Profile, Step};
+use crate::registration;
 use crate::shared::{
     Blocked, Draft, WorkloadParams, blocked, lockstep, parse_installed, parse_spec,
     removed_workloads, secrets_present,
@@ -103,7 +104,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
         ),
     };
     let sync_done = current.is_some_and(|j| j.outcome == JobOutcome::Succeeded);
-    let jobs = vec![JobAction::Ensure {
+    let mut jobs = vec![JobAction::Ensure {
         suffix: sync.suffix.to_string(),
         image: image_ref.clone(),
         command: sync.command.clone(),
@@ -111,6 +112,8 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
         backoff_limit: sync.backoff_limit(),
         fail_fast_exit_codes: sync.fail_fast_exit_codes.clone(),
     }];
+    jobs.extend(registration::job(obs, &image_ref));
+    let registered = registration::registered(obs);
 
     let installed_release = if synced {
         release.to_string()
@@ -123,7 +126,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
         pin: None,
     };
     let mut workloads = Vec::new();
-    if synced {
+    if synced && registered {
         workloads.extend(params.ordered_roll(obs));
     }
     workloads.extend(removed_workloads(obs));
@@ -147,6 +150,14 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
                 pending.join(", ")
             ),
         )
+    } else if !registered {
+        Verdict::no(
+            reason::WAITING_FOR_REGISTRATION,
+            format!(
+                "waiting for the registration in Keystone before rolling {}",
+                pending.join(", ")
+            ),
+        )
     } else {
         Verdict::no(
             reason::ROLLOUT_IN_PROGRESS,
@@ -158,8 +169,11 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
             reason: database.reason.into(),
             message,
         },
-        None if sync_done && pending.is_empty() => Outcome::Settled,
-        None => Outcome::Waiting,
+        None => match registration::failure(obs) {
+            Some(failed) => failed,
+            None if sync_done && registered && pending.is_empty() => Outcome::Settled,
+            None => Outcome::Waiting,
+        },
     };
     Ok(Draft {
         installed_release,

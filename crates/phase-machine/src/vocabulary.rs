@@ -10,6 +10,8 @@ pub mod condition {
     pub const READY: &str = "Ready";
     /// Advisory, for profiles with a replica minimum; does not affect Ready.
     pub const HIGHLY_AVAILABLE: &str = "HighlyAvailable";
+    /// For resources with `spec.identity`: their registration in Keystone.
+    pub const KEYSTONE_REGISTERED: &str = "KeystoneRegistered";
 }
 
 /// Reasons of condition changes; failure reasons double as Warning event reasons.
@@ -37,12 +39,22 @@ pub mod reason {
     pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
     pub const ROLLOUT_STALLED: &str = "RolloutStalled";
     pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
+    pub const WAITING_FOR_REGISTRATION: &str = "WaitingForRegistration";
     // Ready.
     pub const READY: &str = "Ready";
     pub const NOT_READY: &str = "NotReady";
     // HighlyAvailable.
     pub const ENOUGH_REPLICAS: &str = "EnoughReplicas";
     pub const TOO_FEW_REPLICAS: &str = "TooFewReplicas";
+    // KeystoneRegistered.
+    pub const REGISTERED: &str = "Registered";
+    pub const REGISTRATION_IN_PROGRESS: &str = "RegistrationInProgress";
+    pub const REGISTRATION_RETRYING: &str = "RegistrationRetrying";
+    pub const REGISTRATION_FAILED: &str = "RegistrationFailed";
+    /// The Keystone named is not there, or its admin password's Secret is not.
+    pub const KEYSTONE_NOT_USABLE: &str = "KeystoneNotUsable";
+    pub const KEYSTONE_ADMIN_REFUSED: &str = "KeystoneAdminRefused";
+    pub const SERVICE_PASSWORD_REFUSED: &str = "ServicePasswordRefused";
 }
 
 /// Event reasons that are not condition reasons.

@@ -23,6 +23,8 @@ enum Action {
     PatchTag,
     /// Edit the rendered configuration (every workload's template changes).
     EditConfig,
+    /// A new service password in the Secret (with `spec.identity`).
+    RotatePassword,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -36,6 +38,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::Unhang),
         1 => Just(Action::PatchTag),
         1 => Just(Action::EditConfig),
+        1 => Just(Action::RotatePassword),
     ]
 }
 
@@ -54,9 +57,12 @@ fn release_choice(w: &World, choice: u8) -> String {
         .unwrap_or_else(|| "20x6.1".into())
 }
 
-fn job_suffixes(profile: &Profile) -> Vec<&'static str> {
-    let mut all = vec![profile.db_sync.suffix];
-    all.extend(profile.phase_job_suffixes());
+fn job_suffixes(w: &World) -> Vec<&'static str> {
+    let mut all = vec![w.profile.db_sync.suffix];
+    all.extend(w.profile.phase_job_suffixes());
+    if w.obs.registration.is_some() {
+        all.push(registration::SUFFIX);
+    }
     all
 }
 
@@ -68,6 +74,16 @@ fn phase_index(profile: &Profile, name: &str) -> Option<usize> {
 fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestCaseError> {
     let was = &before.status;
     let now = &d.status;
+    // Steady state rolls nothing before the registration in Keystone holds.
+    if was.phase.is_empty() && now.phase.is_empty() && !registration::registered(before) {
+        prop_assert!(
+            !d.workloads
+                .iter()
+                .any(|w| matches!(w, WorkloadAction::Apply { .. })),
+            "a workload rolled before the registration: {:?}",
+            d.workloads
+        );
+    }
     let phase_suffixes = profile.phase_job_suffixes();
 
     // installedRelease changes only after a fresh-install db-sync or the last phase's Job succeeded.
@@ -212,7 +228,7 @@ fn restarts(before: &Observed, d: &Decision, workload: &WorkloadId) -> bool {
 }
 
 fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
-    let suffixes = job_suffixes(&w.profile);
+    let suffixes = job_suffixes(&w);
     let names: Vec<String> = w
         .obs
         .desired_workloads
@@ -261,6 +277,12 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
             Action::EditConfig => {
                 w.obs.config_hash = format!("{}+", w.obs.config_hash);
             }
+            Action::RotatePassword => {
+                if let Some(r) = w.obs.registration.as_mut() {
+                    r.inputs.push('+');
+                    w.obs.config_hash = format!("{}+", w.obs.config_hash);
+                }
+            }
             Action::PatchTag => {
                 let release = w.obs.spec.release.clone();
                 w.obs.spec.image_tag = Some(format!("{release}-p1"));
@@ -292,5 +314,18 @@ proptest! {
     #[test]
     fn fresh_install_invariants(actions in proptest::collection::vec(action(), 1..40)) {
         run(World::cinder("2026.2"), actions)?;
+    }
+
+    /// With `spec.identity`: the registration Job among the others, failing,
+    /// hanging, deleted, its password rotated, through installs and upgrades.
+    #[test]
+    fn registered_service_invariants(actions in proptest::collection::vec(action(), 1..60)) {
+        let mut w = World::cinder("2026.1");
+        w.obs.registration = Some(ObservedRegistration {
+            command: Ok(vec!["register".into()]),
+            inputs: "v1".into(),
+            summary: "user cinder".into(),
+        });
+        run(w, actions)?;
     }
 }

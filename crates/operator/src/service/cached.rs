@@ -35,7 +35,7 @@ pub struct Cached<K, D> {
     kind: PhantomData<fn() -> K>,
 }
 
-pub type CachedJob = Cached<k8s_openapi::api::batch::v1::Job, JobOutcome>;
+pub type CachedJob = Cached<k8s_openapi::api::batch::v1::Job, JobDetail>;
 pub type CachedDeployment = Cached<k8s_openapi::api::apps::v1::Deployment, WorkloadDetail>;
 pub type CachedStatefulSet = Cached<k8s_openapi::api::apps::v1::StatefulSet, WorkloadDetail>;
 /// A ConfigMap or Service is compared by its hash annotation and labels only.
@@ -223,14 +223,23 @@ impl<'de, K, D: Detail> Deserialize<'de> for Cached<K, D> {
     }
 }
 
+/// What a pass reads of a Job: the Job controller's verdict, and when it
+/// gave up on a failed one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobDetail {
+    pub outcome: JobOutcome,
+    /// When the failure condition turned true (a failed Job only).
+    pub failed_at: Option<Time>,
+}
+
 /// The Job controller's verdicts: SuccessCriteriaMet and FailureTarget come
 /// first, Complete and Failed once the last pod is gone; reacting to the first
 /// saves a round of status updates.
-impl Detail for JobOutcome {
+impl Detail for JobDetail {
     type Spec = IgnoredAny;
     type Status = JobStatus;
 
-    fn read(_: Option<IgnoredAny>, status: Option<JobStatus>) -> JobOutcome {
+    fn read(_: Option<IgnoredAny>, status: Option<JobStatus>) -> JobDetail {
         let conditions = status.map(|s| s.conditions).unwrap_or_default();
         let verdict = |kind: &str| {
             conditions
@@ -241,17 +250,26 @@ impl Detail for JobOutcome {
             .or_else(|| verdict("SuccessCriteriaMet"))
             .is_some()
         {
-            JobOutcome::Succeeded
+            JobDetail {
+                outcome: JobOutcome::Succeeded,
+                failed_at: None,
+            }
         } else if let Some(failed) = verdict("Failed").or_else(|| verdict("FailureTarget")) {
-            JobOutcome::Failed {
-                message: [failed.reason.as_deref(), failed.message.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": "),
+            JobDetail {
+                outcome: JobOutcome::Failed {
+                    message: [failed.reason.as_deref(), failed.message.as_deref()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(": "),
+                },
+                failed_at: failed.last_transition_time.clone(),
             }
         } else {
-            JobOutcome::Running
+            JobDetail {
+                outcome: JobOutcome::Running,
+                failed_at: None,
+            }
         }
     }
 }
@@ -269,6 +287,8 @@ struct Condition {
     status: String,
     reason: Option<String>,
     message: Option<String>,
+    #[serde(rename = "lastTransitionTime")]
+    last_transition_time: Option<Time>,
 }
 
 /// What a pass reads of a Deployment or StatefulSet.
@@ -505,7 +525,7 @@ mod tests {
     #[test]
     fn a_cached_job_keeps_its_hash_and_the_controllers_first_verdict() {
         let running = job(serde_json::json!([{ "type": "Suspended", "status": "False" }]));
-        assert_eq!(running.detail, JobOutcome::Running);
+        assert_eq!(running.detail.outcome, JobOutcome::Running);
         assert_eq!(
             running.annotation("ratchet.c5c3.io/pod-spec-hash"),
             Some("p")
@@ -515,16 +535,21 @@ mod tests {
             Some("db-sync")
         );
         let met = job(serde_json::json!([{ "type": "SuccessCriteriaMet", "status": "True" }]));
-        assert_eq!(met.detail, JobOutcome::Succeeded);
+        assert_eq!(met.detail.outcome, JobOutcome::Succeeded);
         let failing = job(serde_json::json!([
             { "type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded",
-              "message": "Job has reached the specified backoff limit" },
+              "message": "Job has reached the specified backoff limit",
+              "lastTransitionTime": "2026-12-05T09:41:40Z" },
         ]));
         assert_eq!(
-            failing.detail,
+            failing.detail.outcome,
             JobOutcome::Failed {
                 message: "BackoffLimitExceeded: Job has reached the specified backoff limit".into()
             }
+        );
+        assert_eq!(
+            failing.detail.failed_at.map(|t| t.0.to_string()),
+            Some("2026-12-05T09:41:40Z".to_string())
         );
     }
 

@@ -17,6 +17,7 @@ pub mod plan;
 pub mod readiness;
 mod reconcile;
 mod referrers;
+mod registration;
 pub mod render;
 pub mod secret_options;
 mod stall;

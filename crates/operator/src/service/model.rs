@@ -169,6 +169,8 @@ pub struct ServiceModel {
     pub workloads: Vec<WorkloadModel>,
     /// Seconds a rollout may make no progress before it counts as stalled.
     pub rollout_deadline_seconds: i32,
+    /// What `spec.identity` registers in Keystone, if the spec has one.
+    pub registration: Option<super::identity::Registration>,
 }
 
 impl ServiceModel {
@@ -190,6 +192,10 @@ impl ServiceModel {
         let config = self.config.as_deref().ok()?;
         let mut files = BTreeMap::from([(self.config_file, config)]);
         files.extend(self.support_files.iter().map(|(k, v)| (*k, v.as_str())));
+        if self.registration.is_some() {
+            let (key, script) = super::identity::registration_script();
+            files.insert(key, script);
+        }
         Some(files)
     }
 

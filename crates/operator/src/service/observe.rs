@@ -186,6 +186,7 @@ pub async fn observe<S: OpenStackService>(
         workloads: observed_workloads,
         desired_workloads: model.workload_ids(),
         reported_check_job,
+        registration: None,
         now: k8s_openapi::jiff::Timestamp::now().to_string(),
     };
     Ok((
@@ -208,9 +209,13 @@ fn observed_job(job: &CachedJob) -> ObservedJob {
             .annotation(POD_SPEC_HASH)
             .unwrap_or_default()
             .to_string(),
-        outcome: job.detail.clone(),
+        outcome: job.detail.outcome.clone(),
         exit_code: None,
         termination_message: None,
+        failed_seconds_ago: job.detail.failed_at.as_ref().map(|at| {
+            let since = k8s_openapi::jiff::Timestamp::now().duration_since(at.0);
+            u64::try_from(since.as_secs()).unwrap_or(0)
+        }),
     }
 }
 
@@ -229,6 +234,11 @@ fn needs_pod_details(
             Step::Roll { .. } => None,
         }))
         .find(|t| t.suffix == suffix);
+    // The registration's messages say why it fails (Keystone unreachable, a
+    // password refused) while the Job still retries.
+    if suffix == ratchet_phase_machine::registration::SUFFIX {
+        return job.outcome != JobOutcome::Succeeded;
+    }
     template.is_some_and(|t| {
         let unreported_check = t.reports_check()
             && job.outcome == JobOutcome::Succeeded

@@ -89,7 +89,7 @@ impl Claims {
             match standing(&job.metadata, uid) {
                 Standing::Own => claims.jobs.push(job),
                 Standing::Foreign(by) => claims.waiting_for.push(foreign("Job", &job, &by)),
-                Standing::Orphan if job.detail == JobOutcome::Running => claims
+                Standing::Orphan if job.detail.outcome == JobOutcome::Running => claims
                     .waiting_for
                     .push(format!("Job {} (orphaned, still running)", name(&job))),
                 Standing::Orphan => claims.finished_orphan_jobs.push(name(&job)),

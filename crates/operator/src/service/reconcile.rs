@@ -11,6 +11,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use ratchet_api::common::PendingEvent;
 use ratchet_phase_machine::hash::content_hash;
+use ratchet_phase_machine::registration::SUFFIX as REGISTRATION;
 use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{
     CheckReport, Decision, Event, EventType, JobAction, Observed, Outcome, Profile, WorkloadAction,
@@ -20,10 +21,11 @@ use ratchet_phase_machine::{
 use super::OpenStackService;
 use super::caches::{Caches, named};
 use super::key_secrets;
-use super::model::{ServiceModel, WorkloadKind};
+use super::model::{SecretEnv, ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
 use super::own_writes::{ChildWrites, OwnWrites, cached_form};
 use super::ownership::Claims;
+use super::registration;
 use super::render::{self, Owner, PodParams};
 use super::status::ServiceStatus;
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
@@ -83,7 +85,14 @@ impl<S: OpenStackService> Pass<S> {
         // A configuration the renderer refused is not written: the machine sees
         // the refusal (InvalidConfig) and creates nothing that would mount it.
         let files = model.files();
-        let config_hash = model.config_hash(&serde_json::to_string(&files)?);
+        let registration = registration::observe(&ctx, &self.caches, &owner, &model).await?;
+        let mut hashed = serde_json::to_string(&files)?;
+        if let Some(found) = &registration {
+            // The service password's version: a new one restarts the pods.
+            hashed.push_str("\0registration:");
+            hashed.push_str(&found.observed.inputs);
+        }
+        let config_hash = model.config_hash(&hashed);
         let config_map = files
             .map(|files| render::config_map(&owner, &files))
             .transpose()?;
@@ -119,6 +128,12 @@ impl<S: OpenStackService> Pass<S> {
             ),
         )?;
         observed.children_in_the_way.extend(predecessor_keys);
+        observed.registration = registration.as_ref().map(|r| r.observed.clone());
+        let jobs = JobInputs {
+            model: &model,
+            children: &children,
+            registration_secrets: registration.as_ref().map(|r| r.secrets.as_slice()),
+        };
         let decision = decide(profile, &observed);
         record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
         tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
@@ -130,11 +145,10 @@ impl<S: OpenStackService> Pass<S> {
             .jobs
             .iter()
             .partition(|a| matches!(a, JobAction::Delete { .. }));
-        self.execute_jobs(&ctx, &owner, &model, &children, &deletions)
-            .await?;
+        self.execute_jobs(&ctx, &owner, &jobs, &deletions).await?;
         let reference = object.object_ref(&());
         let (replacing, _, written) = tokio::try_join!(
-            self.execute_jobs(&ctx, &owner, &model, &children, &ensures),
+            self.execute_jobs(&ctx, &owner, &jobs, &ensures),
             self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
             record_transition(
                 &ctx,
@@ -310,10 +324,14 @@ impl<S: OpenStackService> Pass<S> {
         &self,
         ctx: &Context,
         owner: &Owner,
-        model: &ServiceModel,
-        children: &Children,
+        inputs: &JobInputs<'_>,
         actions: &[&JobAction],
     ) -> Result<bool> {
+        let JobInputs {
+            model,
+            children,
+            registration_secrets,
+        } = *inputs;
         let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         let mut replacing = false;
         for action in actions {
@@ -336,6 +354,7 @@ impl<S: OpenStackService> Pass<S> {
                             spec_hash,
                             backoff_limit: *backoff_limit,
                             fail_fast_exit_codes,
+                            secrets: registration_secrets.filter(|_| suffix == REGISTRATION),
                         },
                     )?;
                     let live_hash = children
@@ -362,6 +381,14 @@ impl<S: OpenStackService> Pass<S> {
         }
         Ok(replacing)
     }
+}
+
+/// What rendering a pass's Jobs reads.
+struct JobInputs<'a> {
+    model: &'a ServiceModel,
+    children: &'a Children,
+    /// The registration Job's Secrets, when the spec asks for one.
+    registration_secrets: Option<&'a [SecretEnv]>,
 }
 
 /// The rendering hash a desired object carries.

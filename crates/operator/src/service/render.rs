@@ -140,6 +140,20 @@ fn model_env(model: &ServiceModel) -> Vec<Value> {
     model.pod_secrets().map(secret_env).chain(plain).collect()
 }
 
+/// A Job's environment: the model's, or only `secrets` and the plain variables.
+fn job_env(model: &ServiceModel, secrets: Option<&[SecretEnv]>) -> Vec<Value> {
+    let Some(secrets) = secrets else {
+        let mut env = model_env(model);
+        env.extend(model.job_secrets.iter().map(secret_env));
+        return env;
+    };
+    let plain = model
+        .env
+        .iter()
+        .map(|(name, value)| json!({ "name": name, "value": value }));
+    secrets.iter().map(secret_env).chain(plain).collect()
+}
+
 fn secret_env(secret: &SecretEnv) -> Value {
     json!({
         "name": secret.env,
@@ -217,6 +231,10 @@ pub struct JobSpec<'a> {
     pub spec_hash: &'a str,
     pub backoff_limit: i32,
     pub fail_fast_exit_codes: &'a [i32],
+    /// The variables from Secrets it gets instead of the model's, for a Job
+    /// that needs neither the database nor the message bus (the registration
+    /// in Keystone); `None`: the model's, and the Jobs' own.
+    pub secrets: Option<&'a [SecretEnv]>,
 }
 
 /// A phase or sync Job: runs `command` on `image` against the rendered config.
@@ -232,7 +250,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
         "name": suffix,
         "image": image,
         "command": command,
-        "env": model_env(model).into_iter().chain(model.job_secrets.iter().map(secret_env)).collect::<Vec<_>>(),
+        "env": job_env(model, spec.secrets),
         "volumeMounts": mounts(model),
         "securityContext": restricted_container_security(),
         "terminationMessagePolicy": "FallbackToLogsOnError",

@@ -43,12 +43,19 @@ pub async fn prepare_images(images: &[&str]) -> Result<()> {
 
 /// A Secret with one key.
 pub async fn secret(h: &Harness, name: &str, key: &str, value: String) -> Result<()> {
-    let secret: Secret = serde_json::from_value(json!({
+    // Applied: a second call with the same name gives the key a new value.
+    let secret = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
         "metadata": { "name": name },
         "stringData": { key: value },
-    }))?;
+    });
     h.api::<Secret>()
-        .create(&PostParams::default(), &secret)
+        .patch(
+            name,
+            &PatchParams::apply("ratchet-test").force(),
+            &Patch::Apply(&secret),
+        )
         .await?;
     Ok(())
 }
@@ -237,10 +244,19 @@ pub async fn install<S: OpenStackService>(
     release: &str,
     timeout: Duration,
 ) -> Result<()> {
-    let api = h.api::<S>();
-    api.create(&PostParams::default(), object).await?;
+    h.api::<S>().create(&PostParams::default(), object).await?;
+    installed::<S>(h, name, release, timeout).await
+}
+
+/// Waits until `name` settled at `release`.
+pub async fn installed<S: OpenStackService>(
+    h: &Harness,
+    name: &str,
+    release: &str,
+    timeout: Duration,
+) -> Result<()> {
     until(
-        &api,
+        &h.api::<S>(),
         name,
         timeout,
         &format!("installed at {release}"),

@@ -79,6 +79,7 @@ impl World {
                     })
                     .collect(),
                 reported_check_job: None,
+                registration: None,
                 now: "2026-11-30T00:00:00Z".into(),
             },
             scripts: BTreeMap::new(),
@@ -152,6 +153,7 @@ impl World {
                                 outcome,
                                 exit_code,
                                 termination_message: message,
+                                failed_seconds_ago: None,
                             },
                         );
                     }

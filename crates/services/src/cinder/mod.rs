@@ -245,6 +245,7 @@ mod tests {
             workloads: BTreeMap::new(),
             desired_workloads: model.workload_ids(),
             reported_check_job: None,
+            registration: None,
             now: "2026-12-01T10:00:00Z".into(),
         }
     }

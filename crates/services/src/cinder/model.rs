@@ -241,6 +241,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             .map(|role| workload(cinder, name, role))
             .collect(),
         rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
+        registration: None,
     }
 }
 
@@ -304,6 +305,7 @@ mod tests {
                 spec_hash: "h",
                 backoff_limit: 4,
                 fail_fast_exit_codes: &[],
+                secrets: None,
             },
         )
         .expect("renders");

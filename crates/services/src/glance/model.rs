@@ -19,6 +19,8 @@ use ratchet_operator::service::{readiness, uwsgi};
 /// configuration directory (and the paste file's name follows from it).
 pub const CONFIG_FILE: &str = "glance-api.conf";
 pub const API_PORT: i32 = 9292;
+/// Glance's type in Keystone's catalogue.
+pub const CATALOG_TYPE: &str = "image";
 
 /// Listing one image reads the database: 500 when glance cannot reach it,
 /// unlike `/healthcheck` or the version document.
@@ -76,6 +78,15 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
             )
         }],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
+        registration: spec.identity.as_ref().map(|identity| {
+            identity::Registration::new(
+                identity,
+                crate::glance::SERVICE,
+                name,
+                CATALOG_TYPE,
+                format!("http://{name}.{namespace}.svc:{API_PORT}"),
+            )
+        }),
     }
 }
 
@@ -119,6 +130,7 @@ mod tests {
                 spec_hash: "h",
                 backoff_limit: 0,
                 fail_fast_exit_codes: &[],
+                secrets: None,
             },
         )
         .expect("renders");

@@ -73,6 +73,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
+        registration: None,
     }
 }
 
@@ -145,6 +146,7 @@ mod tests {
                 spec_hash: "h",
                 backoff_limit: 0,
                 fail_fast_exit_codes: &[],
+                secrets: None,
             },
         )
         .expect("renders");

@@ -16,7 +16,7 @@ use ratchet_operator::service::secret_options;
 use ratchet_operator::service::{readiness, uwsgi};
 
 pub const CONFIG_FILE: &str = "keystone.conf";
-pub const API_PORT: i32 = 5000;
+pub const API_PORT: i32 = ratchet_api::identity::KEYSTONE_API_PORT;
 pub const DEFAULT_REGION: &str = "RegionOne";
 
 /// A password no user has: the readiness check's authentication must reach
@@ -99,6 +99,7 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
             readiness::api_post(CONFIG_DIR, API_PORT, "/v3/auth/tokens", READINESS_AUTH),
         )],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
+        registration: None,
     }
 }
 
@@ -138,6 +139,7 @@ mod tests {
                 spec_hash: "h",
                 backoff_limit: 0,
                 fail_fast_exit_codes: &[],
+                secrets: None,
             },
         )
         .expect("renders");

@@ -89,3 +89,31 @@ pub enum KeystoneUpgradePhase {
 
 /// What Ratchet observed and did.
 pub type KeystoneStatus = UpgradeStatus<KeystoneUpgradePhase>;
+
+#[cfg(test)]
+mod tests {
+    use kube::Resource;
+    use ratchet_api::identity::{KEYSTONE_GROUP, KEYSTONE_KIND, KEYSTONE_VERSION};
+
+    use super::*;
+
+    /// The operator reads a Keystone named by `spec.identity` by these words,
+    /// and its `spec.adminPassword` by that name.
+    #[test]
+    fn the_identity_constants_name_this_resource() {
+        assert_eq!(Keystone::group(&()), KEYSTONE_GROUP);
+        assert_eq!(Keystone::version(&()), KEYSTONE_VERSION);
+        assert_eq!(Keystone::kind(&()), KEYSTONE_KIND);
+        let manifest =
+            crate::keystone::resource::example_manifest("k", "2026.1", "keystone", "2026.1", 1);
+        let keystone: Result<Keystone, _> = serde_json::from_value(manifest);
+        let spec = keystone
+            .ok()
+            .and_then(|k| serde_json::to_value(k.spec).ok())
+            .unwrap_or_default();
+        assert_eq!(
+            spec["adminPassword"]["secretName"], "keystone-admin",
+            "{spec}"
+        );
+    }
+}

@@ -95,12 +95,7 @@ pub async fn create_users(
     admin_password: &str,
     grants: &[UserGrant],
 ) -> Result<()> {
-    let admin = Credentials {
-        keystone,
-        user: "admin".into(),
-        password: admin_password.into(),
-        project: "admin".into(),
-    };
+    let admin = admin_credentials(keystone, admin_password);
     let grants = grants.to_vec();
     netns
         .run(async move {
@@ -122,22 +117,25 @@ pub async fn create_users(
                 let role = keystone
                     .ensure("roles", &grant.role, json!({ "name": grant.role }))
                     .await?;
-                let user = keystone
-                    .ensure(
-                        "users",
-                        &grant.user,
-                        json!({ "name": grant.user, "domain_id": "default",
-                            "password": grant.password, "default_project_id": project }),
-                    )
-                    .await?;
-                keystone
-                    .call(
-                        reqwest::Method::PATCH,
-                        &format!("/users/{user}"),
-                        Some(json!({ "user": { "password": grant.password } })),
-                        200,
-                    )
-                    .await?;
+                let body = json!({ "name": grant.user, "domain_id": "default",
+                    "password": grant.password, "default_project_id": project });
+                let user = match keystone.find("users", &grant.user).await? {
+                    // Only an existing user's password is set: a password
+                    // change revokes the user's tokens, to the second, so a
+                    // client logging in at once could get a token already void.
+                    Some(user) => {
+                        keystone
+                            .call(
+                                reqwest::Method::PATCH,
+                                &format!("/users/{user}"),
+                                Some(json!({ "user": { "password": grant.password } })),
+                                200,
+                            )
+                            .await?;
+                        user
+                    }
+                    None => keystone.create("users", body).await?,
+                };
                 keystone
                     .call(
                         reqwest::Method::PUT,
@@ -150,6 +148,74 @@ pub async fn create_users(
             Ok(())
         })
         .await?
+}
+
+/// One endpoint of Keystone's catalogue, with its service's type and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CatalogEndpoint {
+    pub service_type: String,
+    pub service_name: String,
+    pub interface: String,
+    pub region: String,
+    pub url: String,
+}
+
+/// Every endpoint Keystone at `keystone` lists, as the bootstrap admin sees
+/// them (`GET /v3/services` and `/v3/endpoints`).
+pub async fn catalog(
+    netns: &ClientNetns,
+    keystone: SocketAddr,
+    admin_password: &str,
+) -> Result<Vec<CatalogEndpoint>> {
+    let admin = admin_credentials(keystone, admin_password);
+    netns
+        .run(async move {
+            let http = http_client()?;
+            let token = admin.issue(&http).await.map_err(failure)?;
+            let keystone = Admin {
+                http,
+                base: format!("http://{keystone}/v3"),
+                token: token.value,
+            };
+            let services = keystone
+                .call(reqwest::Method::GET, "/services", None, 200)
+                .await?;
+            let endpoints = keystone
+                .call(reqwest::Method::GET, "/endpoints", None, 200)
+                .await?;
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            let mut found: Vec<CatalogEndpoint> = endpoints["endpoints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| {
+                    let service = services["services"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|s| s["id"] == e["service_id"]);
+                    CatalogEndpoint {
+                        service_type: service.map(|s| text(&s["type"])).unwrap_or_default(),
+                        service_name: service.map(|s| text(&s["name"])).unwrap_or_default(),
+                        interface: text(&e["interface"]),
+                        region: text(&e["region_id"]),
+                        url: text(&e["url"]),
+                    }
+                })
+                .collect();
+            found.sort();
+            Ok(found)
+        })
+        .await?
+}
+
+fn admin_credentials(keystone: SocketAddr, admin_password: &str) -> Credentials {
+    Credentials {
+        keystone,
+        user: "admin".into(),
+        password: admin_password.into(),
+        project: "admin".into(),
+    }
 }
 
 fn failure(detail: String) -> TestEnvError {
@@ -191,6 +257,14 @@ impl Admin {
     /// The id of the `collection` member named `name`, created from `body`
     /// (wrapped in the collection's singular) when there is none.
     async fn ensure(&self, collection: &str, name: &str, body: Value) -> Result<String> {
+        match self.find(collection, name).await? {
+            Some(id) => Ok(id),
+            None => self.create(collection, body).await,
+        }
+    }
+
+    /// The id of the `collection` member named `name`, if there is one.
+    async fn find(&self, collection: &str, name: &str) -> Result<Option<String>> {
         let listed = self
             .call(
                 reqwest::Method::GET,
@@ -199,9 +273,11 @@ impl Admin {
                 200,
             )
             .await?;
-        if let Some(id) = listed[collection][0]["id"].as_str() {
-            return Ok(id.to_string());
-        }
+        Ok(listed[collection][0]["id"].as_str().map(str::to_string))
+    }
+
+    /// Creates a `collection` member from `body`: its id.
+    async fn create(&self, collection: &str, body: Value) -> Result<String> {
         let singular = collection.trim_end_matches('s');
         let created = self
             .call(

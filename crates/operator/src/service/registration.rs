@@ -1,0 +1,125 @@
+//! The controller's part of a service's registration in Keystone: the
+//! Keystone resource `spec.identity` names (for its admin password's Secret),
+//! what the registration Job reads, and the Secrets it gets. The decision is
+//! the machine's ([`ratchet_phase_machine::registration`]); the work is the
+//! Job's (`registration.py`, run on the service's image). A Job, not calls
+//! from the operator: the operator may run where Keystone's Service address
+//! is not routable (outside the pod network), and a Job's failures are
+//! reported and retried like every phase Job's.
+
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use ratchet_api::common::SecretKeyRef;
+use ratchet_api::identity::{KEYSTONE_GROUP, KEYSTONE_KIND, KEYSTONE_VERSION};
+use ratchet_phase_machine::ObservedRegistration;
+use ratchet_phase_machine::hash::content_hash;
+
+use super::caches::{Caches, named};
+use super::model::{SecretEnv, ServiceModel};
+use super::render::Owner;
+use crate::context::Context;
+use crate::error::Result;
+
+/// The variables the script reads its two passwords from.
+const ADMIN_PASSWORD_ENV: &str = "RATCHET_ADMIN_PASSWORD";
+const SERVICE_PASSWORD_ENV: &str = "RATCHET_SERVICE_PASSWORD";
+
+/// The registration as observed, and the Secrets its Job gets.
+pub struct Found {
+    pub observed: ObservedRegistration,
+    pub secrets: Vec<SecretEnv>,
+}
+
+/// Reads the Keystone the model's registration names; `None` without one.
+pub async fn observe(
+    ctx: &Context,
+    caches: &Caches,
+    owner: &Owner,
+    model: &ServiceModel,
+) -> Result<Option<Found>> {
+    let Some(registration) = &model.registration else {
+        return Ok(None);
+    };
+    let admin = admin_password(ctx, &owner.namespace, &registration.keystone).await?;
+    let admin = admin.and_then(|admin| {
+        secret_version(caches, &owner.namespace, &admin)
+            .map(|_| admin.clone())
+            .ok_or_else(|| {
+                format!(
+                    "Keystone {}'s admin password, Secret {} key {}, does not exist",
+                    registration.keystone, admin.secret_name, admin.key
+                )
+            })
+    });
+    let owner_name = format!("{} {}/{}", owner.service, owner.namespace, owner.name);
+    let command = admin
+        .as_ref()
+        .map(|admin| registration.command(model.config_dir, &owner.namespace, admin, &owner_name))
+        .map_err(String::clone);
+    // A new password in either Secret runs the registration again (and the
+    // pods, whose configuration hash carries these versions, restart after it).
+    let versions = [Some(&registration.password), admin.as_ref().ok()]
+        .into_iter()
+        .flatten()
+        .map(|key| secret_version(caches, &owner.namespace, key).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\0");
+    let secrets = match &admin {
+        Ok(admin) => vec![
+            SecretEnv {
+                env: ADMIN_PASSWORD_ENV.into(),
+                source: admin.clone(),
+            },
+            SecretEnv {
+                env: SERVICE_PASSWORD_ENV.into(),
+                source: registration.password.clone(),
+            },
+        ],
+        Err(_) => Vec::new(),
+    };
+    Ok(Some(Found {
+        observed: ObservedRegistration {
+            command,
+            inputs: content_hash(versions.as_bytes()),
+            summary: registration.summary(),
+        },
+        secrets,
+    }))
+}
+
+/// The resource version of the Secret holding `key`, if both exist.
+pub fn secret_version(caches: &Caches, namespace: &str, key: &SecretKeyRef) -> Option<String> {
+    let secret = named(&caches.secret_keys, namespace, &key.secret_name)?;
+    let has_key = secret
+        .data
+        .as_ref()
+        .is_some_and(|d| d.contains_key(&key.key))
+        || secret
+            .string_data
+            .as_ref()
+            .is_some_and(|d| d.contains_key(&key.key));
+    has_key.then(|| secret.metadata.resource_version.clone().unwrap_or_default())
+}
+
+/// The Keystone resource's `spec.adminPassword`, or why there is none.
+async fn admin_password(
+    ctx: &Context,
+    namespace: &str,
+    keystone: &str,
+) -> Result<std::result::Result<SecretKeyRef, String>> {
+    let kind = GroupVersionKind::gvk(KEYSTONE_GROUP, KEYSTONE_VERSION, KEYSTONE_KIND);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), namespace, &ApiResource::from_gvk(&kind));
+    let Some(found) = api.get_opt(keystone).await? else {
+        return Ok(Err(format!(
+            "spec.identity.keystone names Keystone {keystone}, which is not in namespace {namespace}"
+        )));
+    };
+    let admin = found
+        .data
+        .get("spec")
+        .and_then(|s| s.get("adminPassword"))
+        .cloned()
+        .and_then(|v| serde_json::from_value::<SecretKeyRef>(v).ok());
+    Ok(admin.ok_or_else(|| format!("Keystone {keystone} names no spec.adminPassword")))
+}
