@@ -28,6 +28,8 @@ pub const RETRY_AFTER_SECONDS: u64 = 30;
 /// What the controller found for the registration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObservedRegistration {
+    /// The image the Job runs on (the Keystone resource's, not the service's).
+    pub image: String,
     /// What the Job runs, or why it cannot run (the Keystone named is not there).
     pub command: Result<Vec<String>, String>,
     /// Hash of what the Job reads beyond its command (the password Secret's version).
@@ -123,10 +125,10 @@ pub fn registered(obs: &Observed) -> bool {
     })
 }
 
-/// The registration Job to keep (steady state), on the spec's image; or, a
+/// The registration Job to keep (steady state), on Keystone's image; or, a
 /// while after it gave up on a failure that is not a refusal, its deletion
 /// (the next pass creates it again).
-pub fn job(obs: &Observed, image: &str) -> Option<JobAction> {
+pub fn job(obs: &Observed) -> Option<JobAction> {
     let registration = obs.registration.as_ref()?;
     let command = registration.command.as_ref().ok()?;
     let retry_due = registration.current(obs).is_some_and(|j| {
@@ -145,7 +147,7 @@ pub fn job(obs: &Observed, image: &str) -> Option<JobAction> {
     }
     Some(JobAction::Ensure {
         suffix: SUFFIX.to_string(),
-        image: image.to_string(),
+        image: registration.image.clone(),
         command: command.clone(),
         spec_hash: registration.spec_hash()?,
         backoff_limit: BACKOFF_LIMIT,

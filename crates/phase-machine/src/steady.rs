@@ -112,7 +112,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
         backoff_limit: sync.backoff_limit(),
         fail_fast_exit_codes: sync.fail_fast_exit_codes.clone(),
     }];
-    jobs.extend(registration::job(obs, &image_ref));
+    jobs.extend(registration::job(obs));
     let registered = registration::registered(obs);
 
     let installed_release = if synced {

@@ -322,6 +322,7 @@ proptest! {
     fn registered_service_invariants(actions in proptest::collection::vec(action(), 1..60)) {
         let mut w = World::cinder("2026.1");
         w.obs.registration = Some(ObservedRegistration {
+            image: "keystone:2026.1".into(),
             command: Ok(vec!["register".into()]),
             inputs: "v1".into(),
             summary: "user cinder".into(),

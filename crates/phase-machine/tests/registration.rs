@@ -12,10 +12,23 @@ use support::{Script, World, condition_of};
 
 fn with_registration(mut w: World) -> World {
     w.obs.registration = Some(ObservedRegistration {
+        image: "keystone:2026.1".into(),
         command: Ok(vec!["register".into(), "--user".into(), "cinder".into()]),
         inputs: "secret-version-1".into(),
         summary: "user cinder, service block-storage".into(),
     });
+    w
+}
+
+/// A fresh install whose registration Job Keystone refuses the password of.
+fn refused() -> World {
+    let mut w = with_registration(World::cinder("2026.1"));
+    w.scripts.insert(
+        SUFFIX.into(),
+        Script::Fail {
+            exit_code: EXIT_PASSWORD_REFUSED,
+        },
+    );
     w
 }
 
@@ -67,13 +80,7 @@ fn a_fresh_install_registers_beside_the_sync_and_rolls_only_once_registered() {
 
 #[test]
 fn a_refused_password_blocks_the_install_until_the_secret_changes() {
-    let mut w = with_registration(World::cinder("2026.1"));
-    w.scripts.insert(
-        SUFFIX.into(),
-        Script::Fail {
-            exit_code: EXIT_PASSWORD_REFUSED,
-        },
-    );
+    let mut w = refused();
     w.step();
     let d = w.step();
     assert_eq!(registered(&d).reason, reason::SERVICE_PASSWORD_REFUSED);
@@ -144,13 +151,7 @@ fn a_job_that_gave_up_is_replaced_a_while_later_but_not_a_refusal() {
     let d = w.settle().clone();
     assert!(registered(&d).status, "the new Job registered");
 
-    let mut w = with_registration(World::cinder("2026.1"));
-    w.scripts.insert(
-        SUFFIX.into(),
-        Script::Fail {
-            exit_code: EXIT_PASSWORD_REFUSED,
-        },
-    );
+    let mut w = refused();
     w.step();
     if let Some(job) = w.obs.jobs.get_mut(SUFFIX) {
         job.failed_seconds_ago = Some(3600);

@@ -13,6 +13,7 @@ use proptest::sample::{Index, select};
 use ratchet_api::common::{
     ImageSpec, PendingEvent, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec,
 };
+use ratchet_api::identity::IdentitySpec;
 use ratchet_services::cinder::conversion::{
     ConversionError, V1ALPHA1, V1ALPHA1_ANNOTATION, V1BETA1, V1BETA1_ANNOTATION, convert,
     to_v1alpha1, to_v1beta1,
@@ -782,19 +783,40 @@ fn pod_security() -> impl Strategy<Value = Option<PodSecurity>> {
     )
 }
 
+fn identity() -> impl Strategy<Value = Option<IdentitySpec>> {
+    option::of(
+        (
+            text(),
+            secret(),
+            option::of(text()),
+            option::of(text()),
+            vec(text(), 0..2),
+        )
+            .prop_map(
+                |(keystone, password, username, region, memcached_servers)| IdentitySpec {
+                    keystone,
+                    password,
+                    username,
+                    region,
+                    memcached_servers,
+                },
+            ),
+    )
+}
+
 fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
     let spec = (
         (text(), image_parts(), secret(), secret()),
         (workload(), workload(), backup()),
         (beta_backends(), option::of(any::<i32>()), extra_config()),
-        (secret_options(), pod_security()),
+        (secret_options(), pod_security(), identity()),
     )
         .prop_map(
             |(
                 (open_stack_release, (repository, tag, digest), database, transport),
                 (api, scheduler, backup),
                 (volume_backends, rollout_deadline_seconds, extra_config),
-                (secret_options, security_context),
+                (secret_options, security_context, identity),
             )| v1beta1::CinderSpec {
                 open_stack_release,
                 image: v1beta1::Image {
@@ -811,6 +833,7 @@ fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
                 extra_config,
                 secret_options,
                 security_context,
+                identity,
             },
         );
     (metadata(), spec, status_parts()).prop_map(|(metadata, spec, status)| v1beta1::Cinder {

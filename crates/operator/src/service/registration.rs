@@ -1,18 +1,20 @@
 //! The controller's part of a service's registration in Keystone: the
-//! Keystone resource `spec.identity` names (for its admin password's Secret),
+//! Keystone resource `spec.identity` names (its admin password's Secret and
+//! its image, which the Job runs on),
 //! what the registration Job reads, and the Secrets it gets. The decision is
 //! the machine's ([`ratchet_phase_machine::registration`]); the work is the
-//! Job's (`registration.py`, run on the service's image). A Job, not calls
+//! Job's (`registration.py`, run on Keystone's image). A Job, not calls
 //! from the operator: the operator may run where Keystone's Service address
 //! is not routable (outside the pod network), and a Job's failures are
 //! reported and retried like every phase Job's.
 
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use ratchet_api::common::SecretKeyRef;
+use ratchet_api::common::{ImageSpec, SecretKeyRef};
 use ratchet_api::identity::{KEYSTONE_GROUP, KEYSTONE_KIND, KEYSTONE_VERSION};
 use ratchet_phase_machine::ObservedRegistration;
 use ratchet_phase_machine::hash::content_hash;
+use ratchet_release::ImageRef;
 
 use super::caches::{Caches, named};
 use super::model::{SecretEnv, ServiceModel};
@@ -40,10 +42,11 @@ pub async fn observe(
     let Some(registration) = &model.registration else {
         return Ok(None);
     };
-    let admin = admin_password(ctx, &owner.namespace, &registration.keystone).await?;
-    let admin = admin.and_then(|admin| {
-        secret_version(caches, &owner.namespace, &admin)
-            .map(|_| admin.clone())
+    let keystone = keystone(ctx, &owner.namespace, &registration.keystone).await?;
+    let keystone = keystone.and_then(|keystone| {
+        let admin = &keystone.admin_password;
+        secret_version(caches, &owner.namespace, admin)
+            .map(|_| keystone.clone())
             .ok_or_else(|| {
                 format!(
                     "Keystone {}'s admin password, Secret {} key {}, does not exist",
@@ -51,6 +54,10 @@ pub async fn observe(
                 )
             })
     });
+    let admin = keystone
+        .as_ref()
+        .map(|k| k.admin_password.clone())
+        .map_err(String::clone);
     let owner_name = format!("{} {}/{}", owner.service, owner.namespace, owner.name);
     let command = admin
         .as_ref()
@@ -79,6 +86,7 @@ pub async fn observe(
     };
     Ok(Some(Found {
         observed: ObservedRegistration {
+            image: keystone.map(|k| k.image).unwrap_or_default(),
             command,
             inputs: content_hash(versions.as_bytes()),
             summary: registration.summary(),
@@ -101,12 +109,23 @@ pub fn secret_version(caches: &Caches, namespace: &str, key: &SecretKeyRef) -> O
     has_key.then(|| secret.metadata.resource_version.clone().unwrap_or_default())
 }
 
-/// The Keystone resource's `spec.adminPassword`, or why there is none.
-async fn admin_password(
+/// What the registration takes from the Keystone resource.
+#[derive(Clone)]
+struct KeystoneFacts {
+    /// `spec.adminPassword`.
+    admin_password: SecretKeyRef,
+    /// `spec.image`: the Job runs on Keystone's image, chosen by whoever
+    /// manages Keystone, not on the service's, so a service's owner cannot
+    /// pick the code that reads Keystone's admin password.
+    image: String,
+}
+
+/// The Keystone resource's admin password and image, or why there are none.
+async fn keystone(
     ctx: &Context,
     namespace: &str,
     keystone: &str,
-) -> Result<std::result::Result<SecretKeyRef, String>> {
+) -> Result<std::result::Result<KeystoneFacts, String>> {
     let kind = GroupVersionKind::gvk(KEYSTONE_GROUP, KEYSTONE_VERSION, KEYSTONE_KIND);
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), namespace, &ApiResource::from_gvk(&kind));
@@ -115,11 +134,22 @@ async fn admin_password(
             "spec.identity.keystone names Keystone {keystone}, which is not in namespace {namespace}"
         )));
     };
-    let admin = found
-        .data
-        .get("spec")
-        .and_then(|s| s.get("adminPassword"))
-        .cloned()
-        .and_then(|v| serde_json::from_value::<SecretKeyRef>(v).ok());
-    Ok(admin.ok_or_else(|| format!("Keystone {keystone} names no spec.adminPassword")))
+    let field = |name: &str| found.data.get("spec").and_then(|s| s.get(name)).cloned();
+    let Some(admin_password) =
+        field("adminPassword").and_then(|v| serde_json::from_value::<SecretKeyRef>(v).ok())
+    else {
+        return Ok(Err(format!(
+            "Keystone {keystone} names no spec.adminPassword"
+        )));
+    };
+    let image = field("image")
+        .and_then(|v| serde_json::from_value::<ImageSpec>(v).ok())
+        .and_then(|i| ImageRef::new(&i.repository, i.tag.as_deref(), i.digest.as_deref()).ok());
+    let Some(image) = image else {
+        return Ok(Err(format!("Keystone {keystone} has no valid spec.image")));
+    };
+    Ok(Ok(KeystoneFacts {
+        admin_password,
+        image: image.to_string(),
+    }))
 }

@@ -8,11 +8,12 @@ use crate::cinder::v1beta1::{Cinder, CinderSpec, VolumeBackend};
 
 use super::{filters, paste};
 use crate::cinder::profile::CONFIG_DIR;
+use ratchet_api::identity::KEYSTONE_API_PORT;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
 use ratchet_operator::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
-use ratchet_operator::service::secret_options;
 use ratchet_operator::service::status::config_refusals;
+use ratchet_operator::service::{identity, secret_options};
 
 /// A volume Deployment's back end (`[DEFAULT] enabled_backends`), one per pod.
 pub const ENV_ENABLED_BACKENDS: &str = "OS_DEFAULT__ENABLED_BACKENDS";
@@ -99,6 +100,31 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
     violations
 }
 
+/// `[DEFAULT] auth_strategy`: `keystone` whenever `spec.identity` is set.
+const AUTH_STRATEGY: (&str, &str) = ("DEFAULT", "auth_strategy");
+
+/// Why `spec.identity` cannot be rendered: other fields setting its options
+/// (`[DEFAULT] auth_strategy` among them: authenticating is what it asks).
+pub fn identity_refusals(spec: &CinderSpec) -> Vec<String> {
+    let mut refused = identity::refusals(
+        spec.identity.as_ref(),
+        &spec.extra_config,
+        &spec.secret_options,
+    );
+    let (section, option) = AUTH_STRATEGY;
+    let sets_strategy = spec.extra_config.iter().any(|(s, options)| {
+        options
+            .keys()
+            .any(|o| ini::same_option((s, o), (section, option)))
+    });
+    if spec.identity.is_some() && sets_strategy {
+        refused.push(format!(
+            "spec.extraConfig {section}.{option}: set to keystone by spec.identity; remove it"
+        ));
+    }
+    refused
+}
+
 /// The file, or why it cannot be written: the entries of the spec that
 /// oslo.config would read otherwise than written. Nothing is rendered then, not
 /// even the entries that are fine.
@@ -106,6 +132,7 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, 
     let mut refused = config_refusals::<Cinder>(&spec.extra_config, &spec.secret_options);
     refused.extend(backend_violations(spec));
     refused.extend(backup_violations(spec));
+    refused.extend(identity_refusals(spec));
     if !refused.is_empty() {
         return Err(refused);
     }
@@ -143,6 +170,20 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, 
         // All replicas of a back end's Deployment present one host to the scheduler.
         section.insert("backend_host".into(), format!("{name}-volume-{backend}"));
         section.extend(spec.options.clone());
+    }
+    if let Some(identity) = &spec.identity {
+        let (section, option) = AUTH_STRATEGY;
+        sections
+            .entry(section.into())
+            .or_default()
+            .insert(option.into(), "keystone".into());
+        identity::render(
+            &mut sections,
+            identity,
+            crate::cinder::profile::SERVICE,
+            namespace,
+            KEYSTONE_API_PORT,
+        );
     }
     ini::overlay(&mut sections, &spec.extra_config, Cinder::MANAGED_OPTIONS);
     ini::write(
@@ -198,6 +239,38 @@ mod tests {
         assert!(text.find("[DEFAULT]") < text.find("[ceph]"));
         assert!(!text.contains("connection ="), "no secret in the ConfigMap");
         assert!(!text.contains("transport_url ="));
+    }
+
+    #[test]
+    fn identity_authenticates_through_keystone_and_owns_the_strategy() {
+        let mut spec = spec();
+        spec.identity = serde_json::from_value(serde_json::json!({
+            "keystone": "keystone",
+            "password": { "secretName": "cinder-keystone", "key": "password" },
+        }))
+        .ok();
+        let text = render("ns", "c", &spec).expect("renders");
+        assert!(text.contains("auth_strategy = keystone\n"), "{text}");
+        assert!(
+            text.contains("[keystone_authtoken]\nauth_type = password\nauth_url = http://keystone.ns.svc:5000\n"),
+            "{text}"
+        );
+        assert!(text.contains("[service_user]\n"), "{text}");
+        assert!(!text.contains("password ="), "no password in the ConfigMap");
+
+        spec.extra_config.insert(
+            "DEFAULT".into(),
+            BTreeMap::from([("auth-strategy".into(), "noauth".into())]),
+        );
+        let refused = render("ns", "c", &spec).expect_err("refused");
+        assert!(
+            refused
+                .iter()
+                .any(|r| r.contains("auth_strategy") && r.contains("spec.identity")),
+            "{refused:?}"
+        );
+        spec.identity = None;
+        assert!(render("ns", "c", &spec).is_ok(), "noauth without identity");
     }
 
     #[test]

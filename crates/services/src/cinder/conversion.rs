@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 
 use super::{v1alpha1, v1beta1};
 use ratchet_api::common::{ImageSpec, PodSecurity, SecretOption};
+use ratchet_api::identity::IdentitySpec;
 
 /// `apiVersion` of Cinder v1alpha1.
 pub const V1ALPHA1: &str = "cinder.openstack.c5c3.io/v1alpha1";
@@ -219,6 +220,7 @@ fn spec_to_beta(spec: &v1alpha1::CinderSpec, carried: &V1beta1Only) -> v1beta1::
         extra_config: extra_config.clone(),
         secret_options: carried.secret_options.clone(),
         security_context: carried.security_context.clone(),
+        identity: carried.identity.clone(),
     }
 }
 
@@ -243,6 +245,7 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
         extra_config,
         secret_options,
         security_context,
+        identity,
     } = spec;
     let (volumes, order, extras) = list_to_backends(volume_backends);
     let spec = v1alpha1::CinderSpec {
@@ -267,6 +270,7 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
         storage_volume_claims: extras.storage_volume_claims,
         secret_options: secret_options.clone(),
         security_context: security_context.clone(),
+        identity: identity.clone(),
         ..V1beta1Only::default()
     };
     (spec, only)
@@ -537,6 +541,8 @@ struct V1beta1Only {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     security_context: Option<PodSecurity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    identity: Option<IdentitySpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     unknown_fields: Option<Overlay>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     displaced_annotation: Option<String>,
@@ -549,6 +555,7 @@ impl Carried for V1beta1Only {
             && self.storage_volume_claims.is_empty()
             && self.secret_options.is_empty()
             && self.security_context.is_none()
+            && self.identity.is_none()
             && self.unknown_fields.is_none()
             && self.displaced_annotation.is_none()
     }

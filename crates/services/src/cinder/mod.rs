@@ -99,6 +99,8 @@ impl OpenStackService for Cinder {
             .extend(config::backend_violations(&self.spec));
         view.invalid_config
             .extend(config::backup_violations(&self.spec));
+        view.invalid_config
+            .extend(config::identity_refusals(&self.spec));
         view
     }
 

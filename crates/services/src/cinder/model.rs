@@ -12,11 +12,13 @@ use ratchet_operator::service::model::{
     API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
 };
 use ratchet_operator::service::readiness;
-use ratchet_operator::service::secret_options;
+use ratchet_operator::service::{identity, secret_options};
 
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
 pub const CONFIG_FILE: &str = "cinder.conf";
 pub const API_PORT: i32 = 8776;
+/// Cinder's type in Keystone's catalogue (`volumev3` is its old alias).
+pub const CATALOG_TYPE: &str = "block-storage";
 /// Each pod's own state directory (an emptyDir living as long as the pod).
 const STATE_DIR: &str = "/var/lib/cinder";
 
@@ -230,7 +232,10 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         ],
         scratch_dirs: Vec::new(),
         state_dir: STATE_DIR,
-        secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport),
+        secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport)
+            .into_iter()
+            .chain(cinder.spec.identity.iter().flat_map(identity::secret_envs))
+            .collect(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
         env: Vec::new(),
@@ -241,7 +246,16 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             .map(|role| workload(cinder, name, role))
             .collect(),
         rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
-        registration: None,
+        registration: cinder.spec.identity.as_ref().map(|identity| {
+            identity::Registration::new(
+                identity,
+                crate::cinder::profile::SERVICE,
+                name,
+                CATALOG_TYPE,
+                // The project in the path, as clients of every release expect.
+                format!("http://{name}.{namespace}.svc:{API_PORT}/v3/%(project_id)s"),
+            )
+        }),
     }
 }
 

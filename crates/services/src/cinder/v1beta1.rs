@@ -3,8 +3,8 @@
 //! Differs from v1alpha1 in two places: volume back ends are a list of named
 //! entries (`volumeBackends`, merged by name) instead of a map, and the image's tag
 //! or digest is one field, `image.reference`, replaced as a whole. It also has
-//! fields v1alpha1 lacks (`secretOptions`, `securityContext`, a back end's
-//! `privileged`); conversion carries them in an annotation.
+//! fields v1alpha1 lacks (`secretOptions`, `securityContext`, `identity`, a
+//! back end's `privileged`); conversion carries them in an annotation.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use ratchet_api::common::{
     ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
 };
+use ratchet_api::identity::IdentitySpec;
 
 /// A Cinder deployment, and the release it runs.
 ///
@@ -88,6 +89,12 @@ pub struct CinderSpec {
     /// The user and groups every Cinder pod runs as (default 42407 for all three).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_context: Option<PodSecurity>,
+    /// The Keystone cinder-api validates every request's token against, and
+    /// Cinder's service user there (registered by Ratchet: user, catalogue
+    /// entry `block-storage`, endpoints). Without it, `[DEFAULT] auth_strategy`
+    /// is Cinder's default or what `extraConfig` sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentitySpec>,
 }
 
 /// The service image.

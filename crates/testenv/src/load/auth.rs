@@ -32,6 +32,8 @@ const EARLY: Duration = Duration::from_secs(60);
 pub struct Token {
     pub value: String,
     pub expires: SystemTime,
+    /// The id of the project it is scoped to.
+    pub project_id: String,
 }
 
 impl Credentials {
@@ -59,7 +61,15 @@ impl Credentials {
             .as_str()
             .and_then(parse_expiry)
             .ok_or_else(|| format!("{what}: no readable token.expires_at"))?;
-        Ok(Token { value, expires })
+        let project_id = body["token"]["project"]["id"]
+            .as_str()
+            .ok_or_else(|| format!("{what}: no token.project.id"))?
+            .to_string();
+        Ok(Token {
+            value,
+            expires,
+            project_id,
+        })
     }
 }
 
@@ -95,17 +105,11 @@ pub async fn create_users(
     admin_password: &str,
     grants: &[UserGrant],
 ) -> Result<()> {
-    let admin = admin_credentials(keystone, admin_password);
+    let admin_password = admin_password.to_string();
     let grants = grants.to_vec();
     netns
         .run(async move {
-            let http = http_client()?;
-            let token = admin.issue(&http).await.map_err(failure)?;
-            let keystone = Admin {
-                http,
-                base: format!("http://{keystone}/v3"),
-                token: token.value,
-            };
+            let keystone = Admin::login(keystone, &admin_password).await?;
             for grant in &grants {
                 let project = keystone
                     .ensure(
@@ -167,16 +171,10 @@ pub async fn catalog(
     keystone: SocketAddr,
     admin_password: &str,
 ) -> Result<Vec<CatalogEndpoint>> {
-    let admin = admin_credentials(keystone, admin_password);
+    let admin_password = admin_password.to_string();
     netns
         .run(async move {
-            let http = http_client()?;
-            let token = admin.issue(&http).await.map_err(failure)?;
-            let keystone = Admin {
-                http,
-                base: format!("http://{keystone}/v3"),
-                token: token.value,
-            };
+            let keystone = Admin::login(keystone, &admin_password).await?;
             let services = keystone
                 .call(reqwest::Method::GET, "/services", None, 200)
                 .await?;
@@ -233,6 +231,20 @@ struct Admin {
 }
 
 impl Admin {
+    /// Logs in as the bootstrap admin at `keystone` (its ClusterIP).
+    async fn login(keystone: SocketAddr, admin_password: &str) -> Result<Admin> {
+        let http = http_client()?;
+        let token = admin_credentials(keystone, admin_password)
+            .issue(&http)
+            .await
+            .map_err(failure)?;
+        Ok(Admin {
+            http,
+            base: format!("http://{keystone}/v3"),
+            token: token.value,
+        })
+    }
+
     async fn call(
         &self,
         method: reqwest::Method,

@@ -2,7 +2,9 @@
 //! lists them, deletes some and asks for backups of others, through the API
 //! Service's ClusterIP, from a client network namespace. Any transport
 //! error or unexpected status is a failure; nothing is retried to hide one.
-//! Needs `auth_strategy = noauth` (the token names the user and project).
+//! Without a login it needs `auth_strategy = noauth` (the token names the
+//! user and project); with one, each request carries the user's Keystone
+//! token, and an admin lifts the user's project's quotas first.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,14 +13,16 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::auth::Credentials;
 use super::{Made, Outcome, Request, RunningLoad, Session, exchange, start_load};
 use crate::error::Result;
 use crate::shared::ClientNetns;
 
-/// `<user>:<project>`; the project is taken from the token, so paths carry
-/// none (`/v3/volumes`, which cinder accepts since microversion 3.67).
-const TOKEN: &str = "admin:admin";
-const PROJECT: &str = "admin";
+/// `<user>:<project>` under noauth; the project is taken from the token, so
+/// paths carry none (`/v3/volumes`, which cinder accepts since microversion
+/// 3.67), with Keystone as without.
+const NOAUTH_TOKEN: &str = "admin:admin";
+const NOAUTH_PROJECT: &str = "admin";
 /// Statuses a volume or backup passes through on its way to a final one.
 const TRANSITIONAL: &[&str] = &[
     "creating",
@@ -93,6 +97,10 @@ pub struct CinderLoadOptions {
     /// interval (`None`: no backups). A backup reads the whole volume (1 GiB):
     /// seconds of a core each, on a machine that also runs the upgrade.
     pub backup_every: Option<Duration>,
+    /// The user the client logs in as (`None`: noauth).
+    pub login: Option<Credentials>,
+    /// The admin who lifts the quotas of the login's project (with a login).
+    pub admin: Option<Credentials>,
 }
 
 impl Default for CinderLoadOptions {
@@ -100,6 +108,8 @@ impl Default for CinderLoadOptions {
         CinderLoadOptions {
             pause: Duration::from_millis(200),
             backup_every: Some(Duration::from_secs(15)),
+            login: None,
+            admin: None,
         }
     }
 }
@@ -115,7 +125,8 @@ pub async fn start(
     service: &str,
     options: CinderLoadOptions,
 ) -> Result<CinderLoad> {
-    start_load(client, netns, namespace, service, None, |session, stop| {
+    let login = options.login.clone();
+    start_load(client, netns, namespace, service, login, |session, stop| {
         Worker {
             session,
             volumes: Vec::new(),
@@ -158,7 +169,10 @@ impl Worker {
         microversion: Option<&str>,
     ) -> std::result::Result<Value, String> {
         let Request { builder, what } = self.session.request(method, "/v3", path).await?;
-        let mut request = builder.header("X-Auth-Token", TOKEN);
+        let mut request = match &self.session.login {
+            Some(_) => builder,
+            None => builder.header("X-Auth-Token", NOAUTH_TOKEN),
+        };
         if let Some(version) = microversion {
             request = request.header("OpenStack-API-Version", format!("volume {version}"));
         }
@@ -312,12 +326,33 @@ impl Worker {
 
     /// Lifts the project's quotas (10 volumes by default), as an operator of a
     /// busy cloud would, so the load measures the upgrade, not the quota.
-    async fn lift_quotas(&self) {
+    async fn lift_quotas(&self, admin: Option<&Credentials>) {
         let body = json!({ "quota_set": {
             "volumes": -1, "gigabytes": -1, "backups": -1, "backup_gigabytes": -1, "snapshots": -1,
         } });
-        let path = format!("/os-quota-sets/{PROJECT}");
-        self.call(Method::PUT, &path, Some(body), 200).await;
+        let (Some(login), Some(admin)) = (&self.session.login, admin) else {
+            let path = format!("/os-quota-sets/{NOAUTH_PROJECT}");
+            self.call(Method::PUT, &path, Some(body), 200).await;
+            return;
+        };
+        // The admin's token, on the user's project.
+        let http = &self.session.http;
+        let lifted = async {
+            let project = login.credentials.issue(http).await?.project_id;
+            let token = admin.issue(http).await?.value;
+            let Request { builder, what } = self.session.unauthenticated(
+                Method::PUT,
+                "/v3",
+                &format!("/os-quota-sets/{project}"),
+            );
+            exchange(
+                builder.header("X-Auth-Token", token).json(&body),
+                &what,
+                200,
+            )
+            .await
+        };
+        self.session.tallied(lifted).await;
     }
 
     async fn run(
@@ -325,7 +360,7 @@ impl Worker {
         options: CinderLoadOptions,
         mut stop: watch::Receiver<Option<Duration>>,
     ) -> CinderLoadOutcome {
-        self.lift_quotas().await;
+        self.lift_quotas(options.admin.as_ref()).await;
         let settle = loop {
             if let Some(settle) = *stop.borrow() {
                 break settle;

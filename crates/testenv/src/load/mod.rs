@@ -214,11 +214,7 @@ impl Session {
         prefix: &str,
         path: &str,
     ) -> std::result::Result<Request, String> {
-        let address = self.address;
-        let what = format!("{method} {path} via {address}");
-        let mut builder = self
-            .http
-            .request(method, format!("http://{address}{prefix}{path}"));
+        let Request { mut builder, what } = self.unauthenticated(method, prefix, path);
         if let Some(login) = &self.login {
             let token = login
                 .token(&self.http)
@@ -227,6 +223,16 @@ impl Session {
             builder = builder.header("X-Auth-Token", token);
         }
         Ok(Request { builder, what })
+    }
+
+    /// A request without the login's token (one that sends another's).
+    fn unauthenticated(&self, method: reqwest::Method, prefix: &str, path: &str) -> Request {
+        let address = self.address;
+        let what = format!("{method} {path} via {address}");
+        let builder = self
+            .http
+            .request(method, format!("http://{address}{prefix}{path}"));
+        Request { builder, what }
     }
 
     /// Runs `request` and records when it started, how long it took and, if
