@@ -16,6 +16,7 @@
 //! back-off (up to 30 s without any trigger, for every resource), which is what
 //! stalled upgrades for minutes after a few seconds of API-server outage.
 
+use ratchet_api::common::SecretKeyRef;
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,23 @@ pub struct Caches {
     pub referrers: Arc<Mutex<Referrers>>,
     /// Which of these stores have listed.
     listed: Listed,
+}
+
+impl Caches {
+    /// The resource version of the Secret holding `key` in `namespace`, if
+    /// both exist: whether a pod could read it, and what changes when it does.
+    pub fn secret_version(&self, namespace: &str, key: &SecretKeyRef) -> Option<String> {
+        let secret = named(&self.secret_keys, namespace, &key.secret_name)?;
+        let has_key = secret
+            .data
+            .as_ref()
+            .is_some_and(|d| d.contains_key(&key.key))
+            || secret
+                .string_data
+                .as_ref()
+                .is_some_and(|d| d.contains_key(&key.key));
+        has_key.then(|| secret.metadata.resource_version.clone().unwrap_or_default())
+    }
 }
 
 /// One service's share of the child watches: the changes to its children, each

@@ -14,7 +14,7 @@ use ratchet_phase_machine::{
 
 use super::OpenStackService;
 use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
-use super::caches::{Caches, named};
+use super::caches::Caches;
 use super::model::{ServiceModel, WorkloadKind};
 use super::own_writes::ChildWrites;
 use super::ownership::Claims;
@@ -343,15 +343,7 @@ fn stateful_set_rollout(s: &CachedStatefulSet) -> Rollout {
 /// References whose Secret or key does not exist. Values are never read into logs.
 fn missing_secrets(caches: &Caches, namespace: &str, refs: Vec<&SecretKeyRef>) -> Vec<String> {
     refs.into_iter()
-        .filter(|r| {
-            let secret = named(&caches.secret_keys, namespace, &r.secret_name);
-            !secret.is_some_and(|s| {
-                s.data.as_ref().is_some_and(|d| d.contains_key(&r.key))
-                    || s.string_data
-                        .as_ref()
-                        .is_some_and(|d| d.contains_key(&r.key))
-            })
-        })
+        .filter(|r| caches.secret_version(namespace, r).is_none())
         .map(|r| format!("Secret {} key {}", r.secret_name, r.key))
         .collect()
 }

@@ -16,7 +16,7 @@ use ratchet_phase_machine::ObservedRegistration;
 use ratchet_phase_machine::hash::content_hash;
 use ratchet_release::ImageRef;
 
-use super::caches::{Caches, named};
+use super::caches::Caches;
 use super::model::{SecretEnv, ServiceModel};
 use super::render::Owner;
 use crate::context::Context;
@@ -45,7 +45,8 @@ pub async fn observe(
     let keystone = keystone(ctx, &owner.namespace, &registration.keystone).await?;
     let keystone = keystone.and_then(|keystone| {
         let admin = &keystone.admin_password;
-        secret_version(caches, &owner.namespace, admin)
+        caches
+            .secret_version(&owner.namespace, admin)
             .map(|_| keystone.clone())
             .ok_or_else(|| {
                 format!(
@@ -68,7 +69,11 @@ pub async fn observe(
     let versions = [Some(&registration.password), admin.as_ref().ok()]
         .into_iter()
         .flatten()
-        .map(|key| secret_version(caches, &owner.namespace, key).unwrap_or_default())
+        .map(|key| {
+            caches
+                .secret_version(&owner.namespace, key)
+                .unwrap_or_default()
+        })
         .collect::<Vec<_>>()
         .join("\0");
     let secrets = match &admin {
@@ -93,20 +98,6 @@ pub async fn observe(
         },
         secrets,
     }))
-}
-
-/// The resource version of the Secret holding `key`, if both exist.
-pub fn secret_version(caches: &Caches, namespace: &str, key: &SecretKeyRef) -> Option<String> {
-    let secret = named(&caches.secret_keys, namespace, &key.secret_name)?;
-    let has_key = secret
-        .data
-        .as_ref()
-        .is_some_and(|d| d.contains_key(&key.key))
-        || secret
-            .string_data
-            .as_ref()
-            .is_some_and(|d| d.contains_key(&key.key));
-    has_key.then(|| secret.metadata.resource_version.clone().unwrap_or_default())
 }
 
 /// What the registration takes from the Keystone resource.
