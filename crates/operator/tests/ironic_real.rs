@@ -2,7 +2,10 @@
 //! every Job and workload a real process on the process kubelet, against a real
 //! MariaDB and RabbitMQ, while a client keeps using the API. Seed 002's table is
 //! checked from what Ironic itself reports: its API's version document and its
-//! database. Nodes use the `fake-hardware` type. Needs root (the process kubelet).
+//! database. Nodes use the `fake-hardware` type. The upgrade under load runs
+//! authenticated through a real Keystone (the client an operator with a
+//! system-scoped token, as Ironic's node enrolment asks); the failed-check
+//! test runs with `noauth`, chosen explicitly. Needs root (the process kubelet).
 
 mod common;
 
@@ -10,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
-use common::real::{STEADY_WINDOW, percentile, prepare_images, rows};
+use common::real::{STEADY_WINDOW, installed, percentile, prepare_images, rows, secret};
 use common::{Harness, WorkloadChange};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -21,9 +24,14 @@ use ratchet_services::ironic::resource::{
     REAL_POWER_INTERFACES, real_example_manifest, real_interfaces,
 };
 use ratchet_services::ironic::v1alpha1::{Ironic, IronicUpgradePhase};
+use ratchet_services::ironic::{CONFIG_DIR, SERVICE, model};
+use ratchet_services::keystone::resource::authenticating;
+use ratchet_services::keystone::v1alpha1::Keystone;
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
+use ratchet_testenv::load::auth::{self, Credentials, Scope};
 use ratchet_testenv::load::ironic::{self, IronicLoadOptions};
+use ratchet_testenv::load::{self, cluster_address};
 use ratchet_testenv::wait::until;
 use serde_json::json;
 
@@ -37,6 +45,9 @@ const UNPINNED_MAX: &str = "1.115";
 /// `[conductor] heartbeat_timeout`: a conductor whose row is older is dead to Ironic.
 const HEARTBEAT_TIMEOUT_SECONDS: u32 = 60;
 const PIN_ANNOTATION: &str = "ratchet.c5c3.io/pin-release";
+const KEYSTONE: &str = "keystone";
+const ADMIN_PASSWORD: &str = "ratchet-admin-test";
+const IRONIC_PASSWORD: &str = "ratchet-ironic-test";
 
 fn manifest(release: &str, apis: i32, conductors: i32) -> serde_json::Value {
     real_example_manifest(NAME, release, "ratchet.test/ironic", apis, conductors)
@@ -160,8 +171,14 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn start(prefix: &str) -> Result<(Harness, Backing)> {
     prepare_images(&["ratchet.test/ironic:2026.1", "ratchet.test/ironic:2026.2"]).await?;
     let h = Harness::start_real(prefix).await?;
-    let provisioned =
-        backing::provision(&h.client, h.name(), NAME, &manifest("2026.1", 1, 1)["spec"]).await?;
+    let provisioned = backing::provision(
+        &h.client,
+        h.name(),
+        NAME,
+        &manifest("2026.1", 1, 1)["spec"],
+        &["keystone"],
+    )
+    .await?;
     let db = provisioned
         .database
         .context("the Ironic names a database")?;
@@ -209,16 +226,146 @@ async fn wait_upgraded(h: &Harness) -> Result<()> {
     Ok(())
 }
 
+/// A Keystone (2026.1, one API) on `db`'s MariaDB (its database made by
+/// `start`), not waited for, and a
+/// memcached for keystonemiddleware's token cache: the memcached.
+async fn create_keystone(h: &Harness, db: &Backing) -> Result<Backing> {
+    secret(h, "keystone-db", "connection", db.mysql_url("keystone")).await?;
+    secret(h, "keystone-admin", "password", ADMIN_PASSWORD.into()).await?;
+    let manifest = ratchet_services::keystone::resource::example_manifest(
+        KEYSTONE,
+        "2026.1",
+        "ratchet.test/keystone",
+        "2026.1",
+        1,
+    );
+    let keystone: Keystone = serde_json::from_value(manifest)?;
+    h.api::<Keystone>()
+        .create(&PostParams::default(), &keystone)
+        .await?;
+    Ok(backing::memcached(&h.client, h.name(), "memcached").await?)
+}
+
+/// What Ratchet's registration and Ironic's own authentication show a user:
+/// the `baremetal` endpoints by Service name in the catalogue, a request
+/// without a token refused, and the conductors finding the API through the
+/// catalogue as the service user (`[service_catalog]`). Creates the
+/// operator the load logs in as: its credentials.
+async fn authenticated_ironic(h: &Harness, netns: &ClientNetns) -> Result<Credentials> {
+    let keystone = cluster_address(&h.client, h.name(), KEYSTONE, "api").await?;
+    let url = format!("http://{NAME}.{}.svc:{}", h.name(), model::API_PORT);
+    let endpoints: Vec<(String, String)> = auth::catalog(netns, keystone, ADMIN_PASSWORD)
+        .await?
+        .into_iter()
+        .filter(|e| e.service_type == "baremetal")
+        .map(|e| (e.interface, e.url))
+        .collect();
+    ensure!(
+        endpoints
+            == [
+                ("internal".to_string(), url.clone()),
+                ("public".to_string(), url.clone())
+            ],
+        "the baremetal endpoints in the catalogue: {endpoints:?}"
+    );
+    let api = cluster_address(&h.client, h.name(), NAME, "api").await?;
+    let (status, _) = netns.http_get(api, "/v1/nodes").await??;
+    ensure!(status == 401, "a request without a token got {status}");
+    let found = conductor_run(h, &find_own_api()).await?;
+    ensure!(
+        found == url,
+        "a conductor found its API at {found:?}, not {url}"
+    );
+    // An operator holding `admin` on the system, which Ironic's node create
+    // asks (`role:admin and system_scope:all`).
+    let operator = load::login_for(SERVICE, netns, keystone, ADMIN_PASSWORD)
+        .await?
+        .context("Ironic's client logs in")?;
+    ensure!(operator.scope == Scope::System, "{operator:?}");
+    Ok(operator)
+}
+
+/// Ironic's own lookup of the URL deploy ramdisks call back
+/// (`deploy_utils.get_ironic_api_url`: `[service_catalog]`'s login, then
+/// the catalogue), written where the kubelet reads a termination message.
+fn find_own_api() -> String {
+    format!(
+        "from ironic.conf import CONF\n\
+         CONF(['--config-dir', '{CONFIG_DIR}'], project='ironic')\n\
+         from ironic.drivers.modules import deploy_utils\n\
+         url = deploy_utils.get_ironic_api_url()\n\
+         open('/dev/termination-log', 'w').write(url)\n"
+    )
+}
+
+/// Runs `script` with python in a Job shaped as a conductor (its image,
+/// configuration, Secrets and user): the termination message it left.
+async fn conductor_run(h: &Harness, script: &str) -> Result<String> {
+    let mut pod = h.workload(&format!("{NAME}-conductor")).await?.pod_spec();
+    pod.restart_policy = Some("Never".into());
+    let container = pod
+        .containers
+        .first_mut()
+        .context("a conductor has a container")?;
+    container.command = Some(vec!["python3".into(), "-c".into(), script.into()]);
+    container.args = None;
+    container.readiness_probe = None;
+    container.liveness_probe = None;
+    container.startup_probe = None;
+    container.lifecycle = None;
+    let name = "ironic-conductor-lookup";
+    let job: Job = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": { "backoffLimit": 0, "template": { "spec": pod } },
+    }))?;
+    h.api::<Job>().create(&PostParams::default(), &job).await?;
+    let done = until(&h.api::<Job>(), name, INSTALL_TIMEOUT, "finished", |j| {
+        j.status
+            .as_ref()
+            .is_some_and(|s| s.succeeded.unwrap_or(0) + s.failed.unwrap_or(0) > 0)
+    })
+    .await?;
+    let pods = h
+        .api::<Pod>()
+        .list(&ListParams::default().labels(&format!("job-name={name}")))
+        .await?;
+    let message = pods
+        .items
+        .iter()
+        .flat_map(|p| p.status.iter())
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+        .unwrap_or_default();
+    ensure!(
+        done.status.as_ref().and_then(|s| s.succeeded) == Some(1),
+        "the conductor's lookup failed: {message}"
+    );
+    Ok(message.trim().to_string())
+}
+
 #[tokio::test]
 async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> {
     let _alone = ONE_AT_A_TIME.lock().await;
+    prepare_images(&["ratchet.test/keystone:2026.1"]).await?;
     let (h, db) = start("ironic-real").await?;
     let ironics = h.api::<Ironic>();
+    let netns = Arc::new(h.env.client_netns()?);
+    // Ironic is created at once beside its Keystone: its registration is
+    // retried until Keystone serves, and its API waits for it.
+    let cache = create_keystone(&h, &db).await?;
+    secret(&h, "ironic-keystone", "password", IRONIC_PASSWORD.into()).await?;
     // Three conductors: a stopping conductor waits for the other services' hash
     // rings to drop it before it stops consuming only while more than one other
     // conductor is online (docs/ironic.md, "Proven with real processes").
-    install(&h, manifest("2026.1", 2, 3)).await?;
-    let netns = Arc::new(h.env.client_netns()?);
+    let manifest = authenticating(
+        manifest("2026.1", 2, 3),
+        KEYSTONE,
+        "ironic-keystone",
+        &cache.memcached_server(),
+    );
+    install(&h, manifest).await?;
+    installed::<Keystone>(&h, KEYSTONE, "2026.1", INSTALL_TIMEOUT).await?;
+    let operator = authenticated_ironic(&h, &netns).await?;
     let installed = conductor_rows(&netns, &db).await?;
     ensure!(
         installed
@@ -228,14 +375,11 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
         "every conductor registers under its pod name: {installed:?}"
     );
 
-    let load = ironic::start(
-        &h.client,
-        &netns,
-        h.name(),
-        NAME,
-        IronicLoadOptions::default(),
-    )
-    .await?;
+    let options = IronicLoadOptions {
+        login: Some(operator),
+        ..IronicLoadOptions::default()
+    };
+    let load = ironic::start(&h.client, &netns, h.name(), NAME, options).await?;
     let (statuses, status_task) = record_status(&h);
     let (pins, pin_task) = record_pins(&h);
     let (alive, alive_task) = sample_conductors(netns.clone(), db.clone());

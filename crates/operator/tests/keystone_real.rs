@@ -27,14 +27,15 @@ use ratchet_phase_machine::vocabulary::{condition, reason};
 use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_services::glance::resource::EXAMPLE_CLAIM;
 use ratchet_services::glance::v1alpha1::Glance;
+use ratchet_services::keystone::resource::authenticating;
 use ratchet_services::keystone::v1alpha1::Keystone;
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing;
-use ratchet_testenv::load::auth::{self, Credentials, UserGrant};
+use ratchet_testenv::load::auth::{self, Scope, UserGrant};
 use ratchet_testenv::load::cinder::{self, CinderLoadOptions};
 use ratchet_testenv::load::glance::{self, GlanceLoadOptions};
 use ratchet_testenv::load::keystone::{self, KeystoneLoadOptions};
-use ratchet_testenv::load::{Outcome, Tally, cluster_address, percentile};
+use ratchet_testenv::load::{self, Outcome, Tally, cluster_address, percentile};
 use ratchet_testenv::wait::until;
 use serde_json::json;
 
@@ -44,9 +45,6 @@ const GLANCE: &str = "glance";
 const GLANCE_PASSWORD: &str = "ratchet-glance-test";
 const CINDER: &str = "cinder";
 const CINDER_PASSWORD: &str = "ratchet-cinder-test";
-/// The project user Glance's client logs in as.
-const USER: &str = "demo";
-const USER_PASSWORD: &str = "ratchet-demo-test";
 /// Cold: the first db sync, bootstrap and every uWSGI start on two cores.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(900);
@@ -118,19 +116,10 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     }
     a_refused_password_is_reported_and_retried_on_a_new_secret(&h, &netns, keystone_addr).await?;
 
-    // The project user Glance's client logs in as.
-    auth::create_users(
-        &netns,
-        keystone_addr,
-        ADMIN_PASSWORD,
-        &[UserGrant {
-            user: USER.into(),
-            password: USER_PASSWORD.into(),
-            project: USER.into(),
-            role: "member".into(),
-        }],
-    )
-    .await?;
+    // The project member Glance's and Cinder's clients log in as.
+    let user = load::login_for(GLANCE, &netns, keystone_addr, ADMIN_PASSWORD)
+        .await?
+        .context("Glance's client logs in")?;
     // No token, no image: Glance asks Keystone about every request.
     let (status, _) = netns.http_get(glance_api, "/v2/images").await??;
     ensure!(status == 401, "an unauthenticated request got {status}");
@@ -140,12 +129,6 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         pause: keystone::DEFAULT_PAUSE,
     };
     let load = keystone::start(&h.client, &netns, h.name(), NAME, options).await?;
-    let user = Credentials {
-        keystone: keystone_addr,
-        user: USER.into(),
-        password: USER_PASSWORD.into(),
-        project: USER.into(),
-    };
     let glance_options = GlanceLoadOptions {
         login: Some(user.clone()),
         ..GlanceLoadOptions::default()
@@ -155,12 +138,7 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
     let cinder_options = CinderLoadOptions {
         backup_every: None,
         login: Some(user),
-        admin: Some(Credentials {
-            keystone: keystone_addr,
-            user: "admin".into(),
-            password: ADMIN_PASSWORD.into(),
-            project: "admin".into(),
-        }),
+        admin: Some(auth::admin_credentials(keystone_addr, ADMIN_PASSWORD)),
         ..CinderLoadOptions::default()
     };
     let cinder_load = cinder::start(&h.client, &netns, h.name(), CINDER, cinder_options).await?;
@@ -278,12 +256,12 @@ async fn create_glance(h: &Harness, db: &backing::Backing, cache: &backing::Back
     secret(h, "glance-db", "connection", db.mysql_url(GLANCE)).await?;
     secret(h, "glance-keystone", "password", GLANCE_PASSWORD.into()).await?;
     claim(h, EXAMPLE_CLAIM).await?;
-    let mut manifest = Glance::example(GLANCE, "2026.1", "ratchet.test/glance", 2).manifest;
-    manifest["spec"]["identity"] = json!({
-        "keystone": NAME,
-        "password": { "secretName": "glance-keystone", "key": "password" },
-        "memcachedServers": [cache.memcached_server()],
-    });
+    let manifest = authenticating(
+        Glance::example(GLANCE, "2026.1", "ratchet.test/glance", 2).manifest,
+        NAME,
+        "glance-keystone",
+        &cache.memcached_server(),
+    );
     let glance: Glance = serde_json::from_value(manifest)?;
     h.api::<Glance>()
         .create(&PostParams::default(), &glance)
@@ -310,7 +288,7 @@ async fn a_refused_password_is_reported_and_retried_on_a_new_secret(
         &[UserGrant {
             user: LEGACY_USER.into(),
             password: LEGACY_PASSWORD.into(),
-            project: "service".into(),
+            scope: Scope::Project("service".into()),
             role: "service".into(),
         }],
     )
@@ -379,17 +357,14 @@ async fn create_cinder(h: &Harness, db: &backing::Backing, cache: &backing::Back
     for name in ["cinder-files-a", "cinder-files-b", "cinder-backups"] {
         claim(h, name).await?;
     }
-    let mut manifest = Cinder::real_example(CINDER, "2026.1", "ratchet.test/cinder")
-        .context("Cinder has a real example")?
-        .manifest;
-    if let Some(default) = manifest["spec"]["extraConfig"]["DEFAULT"].as_object_mut() {
-        default.remove("auth_strategy");
-    }
-    manifest["spec"]["identity"] = json!({
-        "keystone": NAME,
-        "password": { "secretName": "cinder-keystone", "key": "password" },
-        "memcachedServers": [cache.memcached_server()],
-    });
+    let manifest = authenticating(
+        Cinder::real_example(CINDER, "2026.1", "ratchet.test/cinder")
+            .context("Cinder has a real example")?
+            .manifest,
+        NAME,
+        "cinder-keystone",
+        &cache.memcached_server(),
+    );
     let cinder: Cinder = serde_json::from_value(manifest)?;
     h.api::<Cinder>()
         .create(&PostParams::default(), &cinder)

@@ -334,14 +334,16 @@ pub const SECRET_VALUE: &str = "ratchet-test-secret";
 
 /// Reads `spec` (a resource's spec, as JSON) and provides in `namespace` what
 /// it refers to: `{ secretName, key }` fields at its top level become Secrets
-/// (`database`: a MariaDB database named `service`; `transport`: RabbitMQ;
-/// anything else: [`SECRET_VALUE`]), string fields named `…VolumeClaim`
-/// anywhere in it become claims (ReadWriteMany, 1 GiB).
+/// (`database`: a MariaDB database named `service`, beside the databases
+/// `also` names, e.g. a Keystone's; `transport`: RabbitMQ; anything else:
+/// [`SECRET_VALUE`]), string fields named `…VolumeClaim` anywhere in it
+/// become claims (ReadWriteMany, 1 GiB).
 pub async fn provision(
     client: &Client,
     namespace: &str,
     service: &str,
     spec: &Value,
+    also: &[&str],
 ) -> Result<Provisioned> {
     let references: Vec<(&str, &str, &str)> = spec
         .as_object()
@@ -357,7 +359,12 @@ pub async fn provision(
         .collect();
     let needs = |wanted: &str| references.iter().any(|(field, _, _)| *field == wanted);
     let database = match needs("database") {
-        true => Some(mariadb(client, namespace, "mariadb", &[service]).await?),
+        true => {
+            let databases: Vec<&str> = std::iter::once(service)
+                .chain(also.iter().copied())
+                .collect();
+            Some(mariadb(client, namespace, "mariadb", &databases).await?)
+        }
         false => None,
     };
     let bus = match needs("transport") {

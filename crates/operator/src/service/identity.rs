@@ -18,8 +18,10 @@ const PASSWORD_SET_FROM: &str = "spec.identity.password (a Secret)";
 /// `spec.identity` is set.
 const AUTHTOKEN: &str = "keystone_authtoken";
 const SERVICE_USER: &str = "service_user";
+/// `[DEFAULT] auth_strategy`, for services that pick their API's middleware by it.
+const AUTH_STRATEGY: (&str, &str) = ("DEFAULT", "auth_strategy");
 
-/// Options both sections hold: a password login of the service user.
+/// Options every login section holds: a password login of the service user.
 const LOGIN: &[&str] = &[
     "auth_url",
     "auth_type",
@@ -30,11 +32,39 @@ const LOGIN: &[&str] = &[
     "region_name",
 ];
 
+/// Which of the identity sections a service reads: each service's own
+/// choice, declared once in its folder. `[keystone_authtoken]` is always
+/// written (every API validates tokens).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wiring {
+    /// `[DEFAULT] auth_strategy = keystone` selects the API's middleware
+    /// (Cinder, Ironic); Glance chooses by its paste flavor instead.
+    pub auth_strategy: bool,
+    /// `[service_user]`: the service sends its own token beside a user's on
+    /// calls to peers (Cinder, Glance, Nova; Ironic has no such section).
+    pub service_user: bool,
+    /// keystoneauth sections the service finds peers (or itself) through the
+    /// catalogue with, e.g. Ironic's `[service_catalog]`, Cinder's `[nova]`.
+    pub catalogue_clients: &'static [&'static str],
+}
+
+impl Wiring {
+    /// Every section logging in as the service user.
+    fn login_sections(&self) -> Vec<&'static str> {
+        let mut sections = vec![AUTHTOKEN];
+        if self.service_user {
+            sections.push(SERVICE_USER);
+        }
+        sections.extend(self.catalogue_clients);
+        sections
+    }
+}
+
 /// Every option Ratchet sets when `spec.identity` is declared; `extraConfig`
 /// and `secretOptions` may not name them then.
-pub fn managed_options() -> Vec<ManagedOption> {
+pub fn managed_options(wiring: &Wiring) -> Vec<ManagedOption> {
     let mut managed = Vec::new();
-    for section in [AUTHTOKEN, SERVICE_USER] {
+    for section in wiring.login_sections() {
         for option in LOGIN {
             managed.push(ManagedOption {
                 section,
@@ -55,11 +85,21 @@ pub fn managed_options() -> Vec<ManagedOption> {
             set_from: SET_FROM,
         });
     }
-    managed.push(ManagedOption {
-        section: SERVICE_USER,
-        option: "send_service_user_token",
-        set_from: SET_FROM,
-    });
+    if wiring.service_user {
+        managed.push(ManagedOption {
+            section: SERVICE_USER,
+            option: "send_service_user_token",
+            set_from: SET_FROM,
+        });
+    }
+    if wiring.auth_strategy {
+        let (section, option) = AUTH_STRATEGY;
+        managed.push(ManagedOption {
+            section,
+            option,
+            set_from: "spec.identity (keystone)",
+        });
+    }
     managed
 }
 
@@ -67,13 +107,14 @@ pub fn managed_options() -> Vec<ManagedOption> {
 /// `secretOptions` naming an option `spec.identity` sets.
 pub fn refusals(
     identity: Option<&IdentitySpec>,
+    wiring: &Wiring,
     extra_config: &Sections,
     secret_options: &[SecretOption],
 ) -> Vec<String> {
     if identity.is_none() {
         return Vec::new();
     }
-    let managed = managed_options();
+    let managed = managed_options(wiring);
     let mut refused = managed_option_violations(extra_config, &managed);
     refused.extend(secret_options.iter().filter_map(|o| {
         let m = managed
@@ -87,11 +128,12 @@ pub fn refusals(
     refused
 }
 
-/// Writes both sections for `service` (its default user name) in
-/// `namespace`, with Keystone's API on `keystone_port`.
+/// Writes the sections `wiring` names for `service` (its default user name)
+/// in `namespace`, with Keystone's API on `keystone_port`.
 pub fn render(
     sections: &mut Sections,
     identity: &IdentitySpec,
+    wiring: &Wiring,
     service: &str,
     namespace: &str,
     keystone_port: i32,
@@ -106,7 +148,7 @@ pub fn render(
         ("project_domain_name", SERVICE_DOMAIN),
         ("region_name", identity.region_or_default()),
     ];
-    for section in [AUTHTOKEN, SERVICE_USER] {
+    for section in wiring.login_sections() {
         let options = sections.entry(section.into()).or_default();
         for (option, value) in login {
             options.insert(option.into(), value.into());
@@ -120,15 +162,25 @@ pub fn render(
             identity.memcached_servers.join(","),
         );
     }
-    sections
-        .entry(SERVICE_USER.into())
-        .or_default()
-        .insert("send_service_user_token".into(), "true".into());
+    if wiring.service_user {
+        sections
+            .entry(SERVICE_USER.into())
+            .or_default()
+            .insert("send_service_user_token".into(), "true".into());
+    }
+    if wiring.auth_strategy {
+        let (section, option) = AUTH_STRATEGY;
+        sections
+            .entry(section.into())
+            .or_default()
+            .insert(option.into(), "keystone".into());
+    }
 }
 
-/// The password of both sections, from the Secret the spec names.
-pub fn secret_envs(identity: &IdentitySpec) -> Vec<SecretEnv> {
-    [AUTHTOKEN, SERVICE_USER]
+/// The password of every login section, from the Secret the spec names.
+pub fn secret_envs(identity: &IdentitySpec, wiring: &Wiring) -> Vec<SecretEnv> {
+    wiring
+        .login_sections()
         .into_iter()
         .filter_map(|section| ratchet_api::oslo::env_name(section, "password"))
         .map(|env| SecretEnv {
@@ -238,6 +290,19 @@ mod tests {
     use super::*;
     use ratchet_api::common::SecretKeyRef;
 
+    /// Glance's: service tokens, its middleware chosen by paste flavor.
+    const GLANCE: Wiring = Wiring {
+        auth_strategy: false,
+        service_user: true,
+        catalogue_clients: &[],
+    };
+    /// Ironic's: no service tokens, `[service_catalog]` to find its own API.
+    const IRONIC: Wiring = Wiring {
+        auth_strategy: true,
+        service_user: false,
+        catalogue_clients: &["service_catalog"],
+    };
+
     fn identity() -> IdentitySpec {
         IdentitySpec {
             keystone: "keystone".into(),
@@ -253,7 +318,7 @@ mod tests {
     #[test]
     fn both_sections_log_in_as_the_service_user_by_keystones_service_name() {
         let mut sections = Sections::new();
-        render(&mut sections, &identity(), "glance", "os", 5000);
+        render(&mut sections, &identity(), &GLANCE, "glance", "os", 5000);
         let authtoken = &sections["keystone_authtoken"];
         assert_eq!(authtoken["auth_url"], "http://keystone.os.svc:5000");
         assert_eq!(
@@ -268,7 +333,8 @@ mod tests {
         let service_user = &sections["service_user"];
         assert_eq!(service_user["send_service_user_token"], "true");
         assert_eq!(service_user["auth_url"], "http://keystone.os.svc:5000");
-        let envs: Vec<String> = secret_envs(&identity())
+        assert!(!sections.contains_key("DEFAULT"), "{sections:?}");
+        let envs: Vec<String> = secret_envs(&identity(), &GLANCE)
             .into_iter()
             .map(|e| e.env)
             .collect();
@@ -279,6 +345,42 @@ mod tests {
                 "OS_SERVICE_USER__PASSWORD"
             ]
         );
+    }
+
+    #[test]
+    fn a_service_without_service_tokens_logs_in_where_it_reads_the_catalogue() {
+        let mut sections = Sections::new();
+        render(&mut sections, &identity(), &IRONIC, "ironic", "os", 5000);
+        assert_eq!(sections["DEFAULT"]["auth_strategy"], "keystone");
+        assert!(!sections.contains_key("service_user"), "{sections:?}");
+        let catalogue = &sections["service_catalog"];
+        assert_eq!(catalogue["auth_url"], "http://keystone.os.svc:5000");
+        assert_eq!(catalogue["username"], "ironic");
+        assert_eq!(catalogue["auth_type"], "password");
+        assert!(!catalogue.contains_key("www_authenticate_uri"));
+        let envs: Vec<String> = secret_envs(&identity(), &IRONIC)
+            .into_iter()
+            .map(|e| e.env)
+            .collect();
+        assert_eq!(
+            envs,
+            [
+                "OS_KEYSTONE_AUTHTOKEN__PASSWORD",
+                "OS_SERVICE_CATALOG__PASSWORD"
+            ]
+        );
+        let extra: Sections = [(
+            "DEFAULT".to_string(),
+            [("auth_strategy".to_string(), "noauth".to_string())].into(),
+        )]
+        .into();
+        let refused = refusals(Some(&identity()), &IRONIC, &extra, &[]);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].contains("DEFAULT.auth_strategy: set by spec.identity"),
+            "{refused:?}"
+        );
+        assert!(refusals(Some(&identity()), &GLANCE, &extra, &[]).is_empty());
     }
 
     #[test]
@@ -333,13 +435,18 @@ mod tests {
             secret_name: "s".into(),
             key: "k".into(),
         };
-        let refused = refusals(Some(&identity()), &extra, std::slice::from_ref(&secret));
+        let refused = refusals(
+            Some(&identity()),
+            &GLANCE,
+            &extra,
+            std::slice::from_ref(&secret),
+        );
         assert_eq!(refused.len(), 2, "{refused:?}");
         assert!(
             refused[0].contains("keystone_authtoken.auth-url"),
             "{refused:?}"
         );
         assert!(refused[1].contains("service_user.password"), "{refused:?}");
-        assert!(refusals(None, &extra, &[secret]).is_empty());
+        assert!(refusals(None, &GLANCE, &extra, &[secret]).is_empty());
     }
 }

@@ -23,6 +23,6 @@ pub fn manifest(release: &str) -> Result<Value> {
 /// MariaDB and RabbitMQ as pods in the test's namespace, with the Secrets
 /// and the backup claim `manifest` refers to: the database first.
 pub async fn backing(h: &Harness, manifest: &Value) -> Result<Backing> {
-    let provisioned = backing::provision(&h.client, h.name(), NAME, &manifest["spec"]).await?;
+    let provisioned = backing::provision(&h.client, h.name(), NAME, &manifest["spec"], &[]).await?;
     provisioned.database.context("the Cinder names a database")
 }

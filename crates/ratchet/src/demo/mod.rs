@@ -187,8 +187,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
             .collect();
         // What the machine lacks is said (or installed) before anything
         // starts, rather than found by a build or a pod half way.
-        real::check_machine(service.name(), &releases).await?;
-        real::prepare_images(service.name(), &releases).await?;
+        real::check_machine(real::images_of(&service, &releases)).await?;
+        real::prepare_images(real::images_of(&service, &releases)).await?;
     }
     let local = Local::start(LocalOptions {
         keep_dir: args.keep_dir,
@@ -218,7 +218,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
         .await?;
     let mut manifest = service.manifest();
     if args.real {
-        real::provision(&client, &service, &manifest).await?;
+        let provisioned = real::provision(&client, &service, &manifest).await?;
+        if service.authenticated() {
+            real::keystone(&client, &service, &args.release, &provisioned).await?;
+        }
     } else {
         ratchet_operator::install::ensure_example_secrets::<Services>(&client, NAMESPACE).await?;
         simulate_check(scenarios, &service, 0);

@@ -12,17 +12,24 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, bail, ensure};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
+use ratchet_api::common::SecretKeyRef;
+use ratchet_operator::service::OpenStackService;
+use ratchet_operator::testing::witness::settled;
+use ratchet_services::keystone::v1alpha1::Keystone;
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Provisioned};
 use ratchet_testenv::load::{self, AnyLoad, Made, SharedTally, percentile};
 use ratchet_testenv::prerequisites::{self, Machine, Purpose, VENV_IMAGE_BYTES, Verdict};
 use ratchet_testenv::process_kubelet::images::{self, Catalogue, ImageKind};
+use ratchet_testenv::wait::until;
 use serde_json::Value;
 
 use super::NAMESPACE;
-use super::subject::Service;
+use super::subject::{KEYSTONE, MEMCACHED, Service, password_secret};
 use crate::timeline::Timeline;
 
 /// The quiet window before the upgrade: the client's latencies in steady state.
@@ -30,17 +37,22 @@ pub const STEADY_WINDOW: Duration = Duration::from_secs(20);
 /// How long the client may take, once stopped, to see what it made settle.
 const SETTLE: Duration = Duration::from_secs(60);
 
-/// Every image a real run of `service` at `releases` needs: its own, and
-/// MariaDB's and RabbitMQ's.
-fn images_of(service: &str, releases: &[String]) -> Vec<String> {
+/// Every image a real run of `service` at `releases` needs: its own,
+/// MariaDB's and RabbitMQ's, and when it authenticates, Keystone's (at the
+/// first release: Keystone stays there) and memcached's.
+pub fn images_of(service: &Service, releases: &[String]) -> Vec<String> {
     let mut images: Vec<String> = releases
         .iter()
-        .map(|r| format!("{}:{r}", images::repository(service)))
+        .map(|r| format!("{}:{r}", images::repository(service.name())))
         .collect();
     images.extend([
         backing::MARIADB_IMAGE.to_string(),
         backing::RABBITMQ_IMAGE.to_string(),
     ]);
+    if let (true, Some(first)) = (service.authenticated(), releases.first()) {
+        images.push(format!("{}:{first}", images::repository(KEYSTONE)));
+        images.push(backing::MEMCACHED_IMAGE.to_string());
+    }
     images
 }
 
@@ -50,8 +62,7 @@ fn images_of(service: &str, releases: &[String]) -> Vec<String> {
 /// RabbitMQ), and room in the cache for the images still to build. As root
 /// it installs missing packages; otherwise, or without room, it stops with
 /// one line saying what to do.
-pub async fn check_machine(service: &str, releases: &[String]) -> anyhow::Result<()> {
-    let images = images_of(service, releases);
+pub async fn check_machine(images: Vec<String>) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let catalogue = Catalogue::load()?;
         let to_build = images
@@ -105,8 +116,7 @@ fn shell_word(word: &str) -> String {
 /// Builds (or finds cached) every image a real run of `service` from `from`
 /// to `to` needs, MariaDB's and RabbitMQ's too, with the builds' progress on
 /// stderr: before any cluster starts, so no timeout runs while pip does.
-pub async fn prepare_images(service: &str, releases: &[String]) -> anyhow::Result<()> {
-    let images = images_of(service, releases);
+pub async fn prepare_images(images: Vec<String>) -> anyhow::Result<()> {
     println!(
         "Preparing the real images ({}); a first run builds each from PyPI (1–2 minutes each, pip's progress below).",
         images.join(", ")
@@ -129,9 +139,15 @@ pub async fn provision(
     service: &Service,
     manifest: &Value,
 ) -> anyhow::Result<Provisioned> {
-    let provisioned = backing::provision(client, NAMESPACE, service.name(), &manifest["spec"])
-        .await
-        .context("starting the database and message bus the service needs")?;
+    let also: &[&str] = if service.authenticated() {
+        &[KEYSTONE]
+    } else {
+        &[]
+    };
+    let provisioned =
+        backing::provision(client, NAMESPACE, service.name(), &manifest["spec"], also)
+            .await
+            .context("starting the database and message bus the service needs")?;
     for (name, backing) in [
         ("MariaDB", &provisioned.database),
         ("RabbitMQ", &provisioned.bus),
@@ -146,6 +162,82 @@ pub async fn provision(
         }
     }
     Ok(provisioned)
+}
+
+/// The service user's password in a real run (the demo's own cluster only).
+const SERVICE_PASSWORD: &str = "ratchet-demo-service";
+/// How long the demo's Keystone may take to install (a cold db sync and
+/// bootstrap on two cores).
+const KEYSTONE_INSTALL: Duration = Duration::from_secs(600);
+
+/// The Keystone an authenticating service runs beside, at `release`, on the
+/// run's MariaDB: its Secrets (database URL; admin password
+/// [`backing::SECRET_VALUE`], which the client's admin logs in with), the
+/// service user's password Secret and a memcached for keystonemiddleware's
+/// token cache. Waits until Keystone is Ready: the service's registration
+/// then succeeds at once.
+pub async fn keystone(
+    client: &Client,
+    service: &Service,
+    release: &str,
+    provisioned: &Provisioned,
+) -> anyhow::Result<()> {
+    let db = provisioned
+        .database
+        .as_ref()
+        .context("the service names a database")?;
+    let example = Keystone::real_example(KEYSTONE, release, &images::repository(KEYSTONE))
+        .context("Keystone has a real example")?;
+    let keystone: Keystone = serde_json::from_value(example.manifest)?;
+    let secrets = Api::<Secret>::namespaced(client.clone(), NAMESPACE);
+    for (secret, key, value) in [
+        (&keystone.spec.database, db.mysql_url(KEYSTONE)),
+        (&keystone.spec.admin_password, backing::SECRET_VALUE.into()),
+        (
+            &SecretKeyRef {
+                secret_name: password_secret(service.name()),
+                key: "password".into(),
+            },
+            SERVICE_PASSWORD.into(),
+        ),
+    ]
+    .map(|(s, v)| (s.secret_name.clone(), s.key.clone(), v))
+    {
+        let object: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": secret }, "stringData": { key: value },
+        }))?;
+        secrets
+            .patch(
+                &secret,
+                &PatchParams::apply("ratchet-demo"),
+                &Patch::Apply(&object),
+            )
+            .await?;
+    }
+    let cache = backing::memcached(client, NAMESPACE, MEMCACHED).await?;
+    let api = Api::<Keystone>::namespaced(client.clone(), NAMESPACE);
+    api.create(&PostParams::default(), &keystone).await?;
+    println!(
+        "Keystone {NAMESPACE}/{KEYSTONE} installing at {release} ({}): {} authenticates every request through it, tokens cached in memcached at {}.",
+        example.shape,
+        service.kind(),
+        cache.memcached_server()
+    );
+    let started = Instant::now();
+    until(
+        &api,
+        KEYSTONE,
+        KEYSTONE_INSTALL,
+        "installed and Ready",
+        settled::<Keystone>(release),
+    )
+    .await
+    .context("the demo's Keystone")?;
+    println!(
+        "Keystone is Ready after {:.1}s.",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// The client using the service's API, and the namespace it runs in (which
@@ -165,6 +257,10 @@ impl RunningClient {
         service: &Service,
         netns: ClientNetns,
     ) -> anyhow::Result<RunningClient> {
+        let keystone = match service.authenticated() {
+            true => Some(load::cluster_address(client, NAMESPACE, KEYSTONE, "api").await?),
+            false => None,
+        };
         let load = load::start_for(
             service.name(),
             client,
@@ -173,6 +269,7 @@ impl RunningClient {
             service.name(),
             // What `provision` wrote into every Secret but the URLs.
             backing::SECRET_VALUE,
+            keystone,
         )
         .await?
         .with_context(|| format!("no load client for {}", service.kind()))?;

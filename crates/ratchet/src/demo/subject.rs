@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::Inject;
 use crate::local::EXAMPLE_REPOSITORY;
+use ratchet_services::keystone::resource::authenticating;
 use ratchet_services::{Registry, Services};
+use ratchet_testenv::backing::MEMCACHED_PORT;
 use ratchet_testenv::process_kubelet::images;
 
 /// The OpenStack service of the demo, and its resource (named after the service).
@@ -28,6 +30,19 @@ pub struct Service {
     /// The workload a stuck roll hangs: the last StatefulSet in roll order, or
     /// the last workload when there is none (an API-only service).
     stalled_workload: String,
+    /// Whether the resource authenticates through the demo's Keystone (a
+    /// real run of a service whose model registers there).
+    authenticated: bool,
+}
+
+/// The Keystone a real run's services authenticate through, and what they
+/// find it and its token cache by.
+pub const KEYSTONE: &str = "keystone";
+pub const MEMCACHED: &str = "memcached";
+
+/// The Secret holding `service`'s service user password.
+pub fn password_secret(service: &str) -> String {
+    format!("{service}-keystone")
 }
 
 /// The services `--service` accepts: every registered one.
@@ -48,13 +63,19 @@ impl Service {
             type Output = anyhow::Result<Service>;
             fn call<S: OpenStackService>(self) -> Self::Output {
                 let name = S::SERVICE;
-                let example = if self.real {
+                let mut example = if self.real {
                     S::real_example(name, self.release, &images::repository(name))
                         .with_context(|| format!("{name} has no real run yet"))?
                 } else {
                     let repository = format!("{EXAMPLE_REPOSITORY}/{name}");
                     S::example(name, self.release, &repository, self.scale)
                 };
+                // A real run authenticates wherever the service can, as
+                // production does: through the demo's Keystone.
+                let authenticated = self.real && registers::<S>(name, &example.manifest);
+                if authenticated {
+                    example.manifest = authenticating_here(name, example.manifest);
+                }
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
                 let workloads = object.model(name).workloads;
@@ -71,6 +92,7 @@ impl Service {
                     shape: example.shape,
                     spec: object.spec_view(),
                     stalled_workload,
+                    authenticated,
                 })
             }
         }
@@ -105,6 +127,11 @@ impl Service {
     /// The resource at the release it was made for.
     pub fn manifest(&self) -> Value {
         self.manifest.clone()
+    }
+
+    /// Whether the resource authenticates through the demo's Keystone.
+    pub fn authenticated(&self) -> bool {
+        self.authenticated
     }
 
     /// What the resource runs, in a few words.
@@ -188,6 +215,19 @@ impl Service {
     }
 }
 
+/// `manifest` authenticating through the demo's Keystone and memcached.
+fn authenticating_here(service: &str, manifest: Value) -> Value {
+    let memcached = format!("{MEMCACHED}.{}.svc:{}", super::NAMESPACE, MEMCACHED_PORT);
+    authenticating(manifest, KEYSTONE, &password_secret(service), &memcached)
+}
+
+/// Whether `S` authenticates through a Keystone when its spec names one:
+/// its model then registers it there (Keystone itself does not).
+fn registers<S: OpenStackService>(name: &str, manifest: &Value) -> bool {
+    serde_json::from_value::<S>(authenticating_here(name, manifest.clone()))
+        .is_ok_and(|object| object.model(name).registration.is_some())
+}
+
 /// Whether the status describes the current spec.
 pub fn observed_current(object: &DynamicObject) -> bool {
     object.data["status"]["observedGeneration"].as_i64() == object.metadata.generation
@@ -262,6 +302,31 @@ mod tests {
                 "{name}: {image}"
             );
         }
+    }
+
+    #[test]
+    fn a_real_run_authenticates_every_service_that_registers_in_keystone() {
+        let authenticated: Vec<&str> = names()
+            .into_iter()
+            .filter(|name| {
+                Service::new(name, "2026.1", 1, true)
+                    .expect("a real example")
+                    .authenticated()
+            })
+            .collect();
+        assert_eq!(authenticated, ["cinder", "ironic", "glance"]);
+        let ironic = Service::new("ironic", "2026.1", 1, true).expect("ironic");
+        let spec = &ironic.manifest()["spec"];
+        assert_eq!(spec["identity"]["keystone"], KEYSTONE);
+        assert_eq!(
+            spec["identity"]["memcachedServers"][0],
+            "memcached.demo.svc:11211"
+        );
+        assert!(spec["extraConfig"]["DEFAULT"]["auth_strategy"].is_null());
+        // The simulated demo stays as the example is.
+        let simulated = Service::new("ironic", "2026.1", 1, false).expect("ironic");
+        assert!(!simulated.authenticated());
+        assert!(simulated.manifest()["spec"]["identity"].is_null());
     }
 
     #[test]

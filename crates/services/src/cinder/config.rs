@@ -100,29 +100,23 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
     violations
 }
 
-/// `[DEFAULT] auth_strategy`: `keystone` whenever `spec.identity` is set.
-const AUTH_STRATEGY: (&str, &str) = ("DEFAULT", "auth_strategy");
+/// What Cinder reads of `spec.identity`: `[DEFAULT] auth_strategy =
+/// keystone` and service tokens on its calls to peers.
+pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
+    auth_strategy: true,
+    service_user: true,
+    catalogue_clients: &[],
+};
 
 /// Why `spec.identity` cannot be rendered: other fields setting its options
 /// (`[DEFAULT] auth_strategy` among them: authenticating is what it asks).
 pub fn identity_refusals(spec: &CinderSpec) -> Vec<String> {
-    let mut refused = identity::refusals(
+    identity::refusals(
         spec.identity.as_ref(),
+        &IDENTITY_WIRING,
         &spec.extra_config,
         &spec.secret_options,
-    );
-    let (section, option) = AUTH_STRATEGY;
-    let sets_strategy = spec.extra_config.iter().any(|(s, options)| {
-        options
-            .keys()
-            .any(|o| ini::same_option((s, o), (section, option)))
-    });
-    if spec.identity.is_some() && sets_strategy {
-        refused.push(format!(
-            "spec.extraConfig {section}.{option}: set to keystone by spec.identity; remove it"
-        ));
-    }
-    refused
+    )
 }
 
 /// The file, or why it cannot be written: the entries of the spec that
@@ -172,14 +166,10 @@ pub fn render(namespace: &str, name: &str, spec: &CinderSpec) -> Result<String, 
         section.extend(spec.options.clone());
     }
     if let Some(identity) = &spec.identity {
-        let (section, option) = AUTH_STRATEGY;
-        sections
-            .entry(section.into())
-            .or_default()
-            .insert(option.into(), "keystone".into());
         identity::render(
             &mut sections,
             identity,
+            &IDENTITY_WIRING,
             crate::cinder::profile::SERVICE,
             namespace,
             KEYSTONE_API_PORT,
@@ -266,7 +256,7 @@ mod tests {
         assert!(
             refused
                 .iter()
-                .any(|r| r.contains("auth_strategy") && r.contains("spec.identity")),
+                .any(|r| r.contains("DEFAULT.auth-strategy: set by spec.identity")),
             "{refused:?}"
         );
         spec.identity = None;

@@ -234,7 +234,13 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         state_dir: STATE_DIR,
         secrets: ServiceModel::standard_secrets(&cinder.spec.database, &cinder.spec.transport)
             .into_iter()
-            .chain(cinder.spec.identity.iter().flat_map(identity::secret_envs))
+            .chain(
+                cinder
+                    .spec
+                    .identity
+                    .iter()
+                    .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
+            )
             .collect(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&cinder.spec.secret_options),

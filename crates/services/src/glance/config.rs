@@ -86,10 +86,19 @@ pub fn flavor_refusal(spec: &GlanceSpec) -> Option<String> {
     }
 }
 
+/// What Glance reads of `spec.identity`: service tokens on its calls to
+/// peers; its middleware comes with the paste flavor, not `auth_strategy`.
+pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
+    auth_strategy: false,
+    service_user: true,
+    catalogue_clients: &[],
+};
+
 /// Why `spec.identity` cannot be rendered: other fields setting its options.
 pub fn identity_refusals(spec: &GlanceSpec) -> Vec<String> {
     identity::refusals(
         spec.identity.as_ref(),
+        &IDENTITY_WIRING,
         &spec.extra_config,
         &spec.secret_options,
     )
@@ -144,6 +153,7 @@ pub fn render(namespace: &str, name: &str, spec: &GlanceSpec) -> Result<String, 
         identity::render(
             &mut sections,
             identity,
+            &IDENTITY_WIRING,
             crate::glance::SERVICE,
             namespace,
             crate::keystone::model::API_PORT,

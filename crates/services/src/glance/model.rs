@@ -56,7 +56,11 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
             env: ENV_DATABASE_CONNECTION.to_string(),
             source: spec.database.clone(),
         })
-        .chain(spec.identity.iter().flat_map(identity::secret_envs))
+        .chain(
+            spec.identity
+                .iter()
+                .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
+        )
         .collect(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),

@@ -5,11 +5,12 @@
 
 use crate::ironic::v1alpha1::{Ironic, IronicSpec};
 
-use ratchet_operator::service::OpenStackService;
+use ratchet_api::identity::KEYSTONE_API_PORT;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
 use ratchet_operator::service::model::{
     ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL,
 };
+use ratchet_operator::service::{OpenStackService, identity};
 
 use ratchet_operator::service::status::config_refusals;
 
@@ -65,10 +66,33 @@ pub fn api_hash_ring_reset_interval(spec: &IronicSpec) -> (String, String) {
 
 pub const ENV_API_HASH_RING_RESET_INTERVAL: &str = "OS_DEFAULT__HASH_RING_RESET_INTERVAL";
 
+/// What Ironic reads of `spec.identity`: `[DEFAULT] auth_strategy =
+/// keystone` for its API, and `[service_catalog]`, where conductors look up
+/// the API's own URL (the one deploy ramdisks call back). Ironic sends no
+/// service tokens: it has no `[service_user]`.
+pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
+    auth_strategy: true,
+    service_user: false,
+    catalogue_clients: &["service_catalog"],
+};
+
+/// Why `spec.identity` cannot be rendered: other fields setting its options
+/// (`[DEFAULT] auth_strategy` among them: authenticating is what it asks).
+pub fn identity_refusals(spec: &IronicSpec) -> Vec<String> {
+    identity::refusals(
+        spec.identity.as_ref(),
+        &IDENTITY_WIRING,
+        &spec.extra_config,
+        &spec.secret_options,
+    )
+}
+
 /// The file, or why it cannot be written: the entries of `extraConfig` that
-/// oslo.config would read otherwise than written (nothing is rendered then).
+/// oslo.config would read otherwise than written, or options `spec.identity`
+/// sets (nothing is rendered then).
 pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, Vec<String>> {
-    let refused = config_refusals::<Ironic>(&spec.extra_config, &spec.secret_options);
+    let mut refused = config_refusals::<Ironic>(&spec.extra_config, &spec.secret_options);
+    refused.extend(identity_refusals(spec));
     if !refused.is_empty() {
         return Err(refused);
     }
@@ -90,6 +114,16 @@ pub fn render(namespace: &str, name: &str, spec: &IronicSpec) -> Result<String, 
             .entry(option.section.into())
             .or_default()
             .insert(option.option.into(), value.into());
+    }
+    if let Some(identity) = &spec.identity {
+        identity::render(
+            &mut sections,
+            identity,
+            &IDENTITY_WIRING,
+            crate::ironic::SERVICE,
+            namespace,
+            KEYSTONE_API_PORT,
+        );
     }
     ini::overlay(&mut sections, &spec.extra_config, Ironic::MANAGED_OPTIONS);
     ini::write(
@@ -189,6 +223,43 @@ mod tests {
                 "spec.extraConfig[\"conductor\"][\"automated_clean\"]: values {}",
                 ratchet_api::oslo::VALUE_RULE
             )]
+        );
+    }
+
+    #[test]
+    fn an_identity_authenticates_the_api_and_lets_conductors_read_the_catalogue() {
+        let mut spec = spec_with(&[]);
+        spec.identity = Some(
+            serde_json::from_value(serde_json::json!({
+                "keystone": "keystone",
+                "password": { "secretName": "ironic-keystone", "key": "password" },
+                "memcachedServers": ["memcached.ns.svc:11211"],
+            }))
+            .expect("identity"),
+        );
+        let text = render("ns", "i", &spec).expect("renders");
+        for written in [
+            "auth_strategy = keystone\n",
+            "[keystone_authtoken]\nauth_type = password\nauth_url = http://keystone.ns.svc:5000\n",
+            "memcached_servers = memcached.ns.svc:11211\n",
+            "[service_catalog]\nauth_type = password\nauth_url = http://keystone.ns.svc:5000\n",
+            "username = ironic\n",
+        ] {
+            assert!(text.contains(written), "{written} in {text}");
+        }
+        assert!(!text.contains("[service_user]"), "{text}");
+        assert!(!text.contains("password ="), "{text}");
+
+        // The example's explicit noauth cannot stay beside an identity.
+        let mut noauth = spec.clone();
+        noauth.extra_config.insert(
+            "DEFAULT".into(),
+            BTreeMap::from([("auth_strategy".into(), "noauth".into())]),
+        );
+        let refused = render("ns", "i", &noauth).expect_err("refused");
+        assert!(
+            refused.iter().any(|r| r.contains("DEFAULT.auth_strategy")),
+            "{refused:?}"
         );
     }
 }

@@ -59,14 +59,18 @@ impl OpenStackService for Ironic {
     }
 
     fn spec_view(&self) -> SpecView {
-        status::spec_view::<Self>(
+        let mut view = status::spec_view::<Self>(
             self.metadata.generation,
             &self.spec.open_stack_release,
             &self.spec.image,
             ratchet_release::ImageLayout::Flat,
             &self.spec.extra_config,
             &self.spec.secret_options,
-        )
+        );
+        // Refused at admission too, not only when the file is rendered.
+        view.invalid_config
+            .extend(config::identity_refusals(&self.spec));
+        view
     }
 
     fn model(&self, name: &str) -> ServiceModel {

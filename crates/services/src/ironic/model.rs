@@ -8,10 +8,12 @@ use super::{CONFIG_DIR, config};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
 use ratchet_operator::service::readiness::{self, OWN_HOSTNAME};
-use ratchet_operator::service::secret_options;
+use ratchet_operator::service::{identity, secret_options};
 
 pub const CONFIG_FILE: &str = "ironic.conf";
 pub const API_PORT: i32 = 6385;
+/// The catalogue type of Ironic's API.
+pub const CATALOG_TYPE: &str = "baremetal";
 
 fn command(binary: &str) -> Vec<String> {
     vec![binary.into(), "--config-dir".into(), CONFIG_DIR.into()]
@@ -29,7 +31,14 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         // conductors and in `ironic-status upgrade check`, which loads them too.
         scratch_dirs: vec![config::HTTP_ROOT, config::TFTP_ROOT],
         state_dir: "/var/lib/ironic",
-        secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport),
+        secrets: ServiceModel::standard_secrets(&spec.database, &spec.transport)
+            .into_iter()
+            .chain(
+                spec.identity
+                    .iter()
+                    .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
+            )
+            .collect(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         env: Vec::new(),
@@ -73,7 +82,15 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
-        registration: None,
+        registration: spec.identity.as_ref().map(|identity| {
+            identity::Registration::new(
+                identity,
+                crate::ironic::SERVICE,
+                name,
+                CATALOG_TYPE,
+                format!("http://{name}.{namespace}.svc:{API_PORT}"),
+            )
+        }),
     }
 }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use ratchet_api::common::{
     ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
 };
+use ratchet_api::identity::IdentitySpec;
 
 /// An Ironic deployment, and the release it runs.
 ///
@@ -41,6 +42,13 @@ pub struct IronicSpec {
     pub database: SecretKeyRef,
     /// The message bus URL (`[DEFAULT] transport_url`).
     pub transport: SecretKeyRef,
+    /// The Keystone ironic-api validates every request's token against, and
+    /// Ironic's service user there (registered by Ratchet: user, catalogue
+    /// entry `baremetal`, endpoints), which conductors also log in as to find
+    /// the API in the catalogue (`[service_catalog]`). Without it,
+    /// `[DEFAULT] auth_strategy` is Ironic's default or what `extraConfig` sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentitySpec>,
     /// ironic-api (Deployment `<name>-api` and Service `<name>`). Default 1;
     /// fewer than 2 is reported as a warning.
     #[serde(default)]

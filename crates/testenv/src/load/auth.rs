@@ -14,14 +14,36 @@ use super::{exchange_with_headers, http_client};
 use crate::error::{Result, TestEnvError};
 use crate::shared::ClientNetns;
 
-/// Who a client logs in as: a user and the project its token is scoped to,
-/// both in the `Default` domain, at Keystone's ClusterIP.
+/// What a token is good for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One project of the `Default` domain, by name: what a cloud's users hold.
+    Project(String),
+    /// The deployment itself (`system: all`): what an operator enrolling
+    /// hardware in Ironic holds (its node create asks `system_scope:all`).
+    System,
+}
+
+impl Scope {
+    /// The `scope` of a token request.
+    fn request(&self) -> Value {
+        match self {
+            Scope::Project(name) => {
+                json!({ "project": { "name": name, "domain": { "id": "default" } } })
+            }
+            Scope::System => json!({ "system": { "all": true } }),
+        }
+    }
+}
+
+/// Who a client logs in as: a user in the `Default` domain and its token's
+/// scope, at Keystone's ClusterIP.
 #[derive(Clone, Debug)]
 pub struct Credentials {
     pub keystone: SocketAddr,
     pub user: String,
     pub password: String,
-    pub project: String,
+    pub scope: Scope,
 }
 
 /// A token is issued again this long before Keystone said it expires.
@@ -32,17 +54,17 @@ const EARLY: Duration = Duration::from_secs(60);
 pub struct Token {
     pub value: String,
     pub expires: SystemTime,
-    /// The id of the project it is scoped to.
-    pub project_id: String,
+    /// The id of the project it is scoped to (none: system-scoped).
+    pub project_id: Option<String>,
 }
 
 impl Credentials {
-    /// `POST /v3/auth/tokens` with a password, scoped to the project.
+    /// `POST /v3/auth/tokens` with a password, in the credentials' scope.
     pub async fn issue(&self, http: &reqwest::Client) -> std::result::Result<Token, String> {
         let body = json!({ "auth": {
             "identity": { "methods": ["password"], "password": { "user": {
                 "name": self.user, "domain": { "id": "default" }, "password": self.password } } },
-            "scope": { "project": { "name": self.project, "domain": { "id": "default" } } },
+            "scope": self.scope.request(),
         } });
         let what = format!(
             "POST /v3/auth/tokens as {} via {}",
@@ -61,10 +83,10 @@ impl Credentials {
             .as_str()
             .and_then(parse_expiry)
             .ok_or_else(|| format!("{what}: no readable token.expires_at"))?;
-        let project_id = body["token"]["project"]["id"]
-            .as_str()
-            .ok_or_else(|| format!("{what}: no token.project.id"))?
-            .to_string();
+        let project_id = body["token"]["project"]["id"].as_str().map(str::to_string);
+        if project_id.is_none() && matches!(self.scope, Scope::Project(_)) {
+            return Err(format!("{what}: no token.project.id"));
+        }
         Ok(Token {
             value,
             expires,
@@ -86,18 +108,18 @@ fn parse_expiry(text: &str) -> Option<SystemTime> {
     Some(SystemTime::from(at))
 }
 
-/// A user a test creates in Keystone, with its role in a project (both
-/// created when absent, in the `Default` domain).
+/// A user a test creates in Keystone, with its role in a scope (the user,
+/// the role and a project created when absent, in the `Default` domain).
 #[derive(Clone, Debug)]
 pub struct UserGrant {
     pub user: String,
     pub password: String,
-    pub project: String,
+    pub scope: Scope,
     pub role: String,
 }
 
 /// Logs in as the bootstrap admin at `keystone` (its ClusterIP, from `netns`)
-/// and makes each user of `grants` with its role in its project. Idempotent:
+/// and makes each user of `grants` with its role in its scope. Idempotent:
 /// what exists is kept (a user's password is set again).
 pub async fn create_users(
     netns: &ClientNetns,
@@ -111,18 +133,26 @@ pub async fn create_users(
         .run(async move {
             let keystone = Admin::login(keystone, &admin_password).await?;
             for grant in &grants {
-                let project = keystone
-                    .ensure(
-                        "projects",
-                        &grant.project,
-                        json!({ "name": grant.project, "domain_id": "default" }),
-                    )
-                    .await?;
+                let project = match &grant.scope {
+                    Scope::Project(name) => Some(
+                        keystone
+                            .ensure(
+                                "projects",
+                                name,
+                                json!({ "name": name, "domain_id": "default" }),
+                            )
+                            .await?,
+                    ),
+                    Scope::System => None,
+                };
                 let role = keystone
                     .ensure("roles", &grant.role, json!({ "name": grant.role }))
                     .await?;
-                let body = json!({ "name": grant.user, "domain_id": "default",
-                    "password": grant.password, "default_project_id": project });
+                let mut body = json!({ "name": grant.user, "domain_id": "default",
+                    "password": grant.password });
+                if let Some(project) = &project {
+                    body["default_project_id"] = json!(project);
+                }
                 let user = match keystone.find("users", &grant.user).await? {
                     // Only an existing user's password is set: a password
                     // change revokes the user's tokens, to the second, so a
@@ -140,13 +170,12 @@ pub async fn create_users(
                     }
                     None => keystone.create("users", body).await?,
                 };
+                let assignment = match &project {
+                    Some(project) => format!("/projects/{project}/users/{user}/roles/{role}"),
+                    None => format!("/system/users/{user}/roles/{role}"),
+                };
                 keystone
-                    .call(
-                        reqwest::Method::PUT,
-                        &format!("/projects/{project}/users/{user}/roles/{role}"),
-                        None,
-                        204,
-                    )
+                    .call(reqwest::Method::PUT, &assignment, None, 204)
                     .await?;
             }
             Ok(())
@@ -207,12 +236,13 @@ pub async fn catalog(
         .await?
 }
 
-fn admin_credentials(keystone: SocketAddr, admin_password: &str) -> Credentials {
+/// The bootstrap admin, scoped to the `admin` project.
+pub fn admin_credentials(keystone: SocketAddr, admin_password: &str) -> Credentials {
     Credentials {
         keystone,
         user: "admin".into(),
         password: admin_password.into(),
-        project: "admin".into(),
+        scope: Scope::Project("admin".into()),
     }
 }
 

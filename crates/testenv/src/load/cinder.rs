@@ -338,7 +338,12 @@ impl Worker {
         // The admin's token, on the user's project.
         let http = &self.session.http;
         let lifted = async {
-            let project = login.credentials.issue(http).await?.project_id;
+            let project = login
+                .credentials
+                .issue(http)
+                .await?
+                .project_id
+                .ok_or_else(|| "Cinder's client logs in to a project".to_string())?;
             let token = admin.issue(http).await?.value;
             let Request { builder, what } = self.session.unauthenticated(
                 Method::PUT,

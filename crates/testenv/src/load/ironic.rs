@@ -4,7 +4,9 @@
 //! namespace. Between rounds it reads the version document of the pod it
 //! reached (its maximum microversion; kube-proxy picks any ready pod for each
 //! connection), so the test sees what the API pods offered when. Any transport error or unexpected status is a failure;
-//! nothing is retried to hide one. Needs `auth_strategy = noauth`.
+//! nothing is retried to hide one. With a login it sends a token (enrolling
+//! nodes needs a system-scoped admin's), without one it needs
+//! `auth_strategy = noauth`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -13,6 +15,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::auth::Credentials;
 use super::{Made, Outcome, Request, RunningLoad, Session, exchange, start_load};
 use crate::error::Result;
 use crate::shared::ClientNetns;
@@ -66,6 +69,9 @@ pub struct IronicLoadOptions {
     pub nodes: usize,
     /// Pause between rounds (a round: list, show, patch, read the version).
     pub pause: Duration,
+    /// Whom to log in to Keystone as, when Ironic authenticates; none: no
+    /// token is sent.
+    pub login: Option<Credentials>,
 }
 
 impl Default for IronicLoadOptions {
@@ -73,6 +79,7 @@ impl Default for IronicLoadOptions {
         IronicLoadOptions {
             nodes: 4,
             pause: Duration::from_millis(200),
+            login: None,
         }
     }
 }
@@ -88,7 +95,8 @@ pub async fn start(
     service: &str,
     options: IronicLoadOptions,
 ) -> Result<IronicLoad> {
-    start_load(client, netns, namespace, service, None, |session, stop| {
+    let login = options.login.clone();
+    start_load(client, netns, namespace, service, login, |session, stop| {
         Worker {
             session,
             outcome: IronicLoadOutcome::default(),

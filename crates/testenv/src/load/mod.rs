@@ -393,7 +393,10 @@ impl<O: Outcome> RunningLoad<O> {
 /// Starts the client of `service`'s API (as the registry names it) against
 /// the Service `name` in `namespace`, from `netns`, with its defaults;
 /// `admin_password` is what the resource's admin password Secret holds
-/// (Keystone's). `None`: no client exists for that service.
+/// (Keystone's). With `keystone` (the ClusterIP of the Keystone the service
+/// authenticates through, whose admin password is `admin_password`), the
+/// client logs in as a user made for it first: see [`login_for`]. `None`:
+/// no client exists for that service.
 pub async fn start_for(
     service: &str,
     client: &kube::Client,
@@ -401,17 +404,41 @@ pub async fn start_for(
     namespace: &str,
     name: &str,
     admin_password: &str,
+    keystone: Option<SocketAddr>,
 ) -> Result<Option<AnyLoad>> {
+    let login = match keystone {
+        Some(keystone) => login_for(service, netns, keystone, admin_password).await?,
+        None => None,
+    };
     let load = match service {
-        "cinder" => cinder::start(client, netns, namespace, name, Default::default())
-            .await?
-            .any(),
-        "glance" => glance::start(client, netns, namespace, name, Default::default())
-            .await?
-            .any(),
-        "ironic" => ironic::start(client, netns, namespace, name, Default::default())
-            .await?
-            .any(),
+        "cinder" => {
+            let options = cinder::CinderLoadOptions {
+                login,
+                admin: keystone.map(|k| auth::admin_credentials(k, admin_password)),
+                ..Default::default()
+            };
+            cinder::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
+        "glance" => {
+            let options = glance::GlanceLoadOptions {
+                login,
+                ..Default::default()
+            };
+            glance::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
+        "ironic" => {
+            let options = ironic::IronicLoadOptions {
+                login,
+                ..Default::default()
+            };
+            ironic::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
         "keystone" => {
             let options = keystone::KeystoneLoadOptions {
                 admin_password: admin_password.to_string(),
@@ -425,3 +452,37 @@ pub async fn start_for(
     };
     Ok(Some(load))
 }
+
+/// The user `service`'s client logs in as, made in the Keystone at
+/// `keystone` by its admin: a `member` of the project `demo` for the
+/// services a cloud's users call (Cinder, Glance), an `admin` of the system
+/// for Ironic, whose node enrolment asks `system_scope:all`. `None` for a
+/// service without a client that logs in.
+pub async fn login_for(
+    service: &str,
+    netns: &ClientNetns,
+    keystone: SocketAddr,
+    admin_password: &str,
+) -> Result<Option<auth::Credentials>> {
+    let (user, scope, role) = match service {
+        "cinder" | "glance" => ("demo", auth::Scope::Project("demo".into()), "member"),
+        "ironic" => ("baremetal-operator", auth::Scope::System, "admin"),
+        _ => return Ok(None),
+    };
+    let grant = auth::UserGrant {
+        user: user.into(),
+        password: LOGIN_PASSWORD.into(),
+        scope: scope.clone(),
+        role: role.into(),
+    };
+    auth::create_users(netns, keystone, admin_password, &[grant]).await?;
+    Ok(Some(auth::Credentials {
+        keystone,
+        user: user.into(),
+        password: LOGIN_PASSWORD.into(),
+        scope,
+    }))
+}
+
+/// The password of the users [`login_for`] makes.
+const LOGIN_PASSWORD: &str = "ratchet-load-user";
