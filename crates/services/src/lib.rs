@@ -9,6 +9,7 @@ pub mod cinder;
 pub mod glance;
 pub mod ironic;
 pub mod keystone;
+pub mod placement;
 #[cfg(test)]
 mod shared_tests;
 pub mod testing;
@@ -25,6 +26,7 @@ impl Registry for Services {
         visitor.visit::<ironic::v1alpha1::Ironic>();
         visitor.visit::<keystone::v1alpha1::Keystone>();
         visitor.visit::<glance::v1alpha1::Glance>();
+        visitor.visit::<placement::v1alpha1::Placement>();
     }
 }
 
@@ -63,7 +65,8 @@ mod tests {
                 "cinders.cinder.openstack.c5c3.io",
                 "ironics.ironic.openstack.c5c3.io",
                 "keystones.keystone.openstack.c5c3.io",
-                "glances.glance.openstack.c5c3.io"
+                "glances.glance.openstack.c5c3.io",
+                "placements.placement.openstack.c5c3.io"
             ]
         );
         for (crd, service) in crds.iter().zip(services()) {

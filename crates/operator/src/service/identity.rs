@@ -18,8 +18,9 @@ const PASSWORD_SET_FROM: &str = "spec.identity.password (a Secret)";
 /// `spec.identity` is set.
 const AUTHTOKEN: &str = "keystone_authtoken";
 const SERVICE_USER: &str = "service_user";
-/// `[DEFAULT] auth_strategy`, for services that pick their API's middleware by it.
-const AUTH_STRATEGY: (&str, &str) = ("DEFAULT", "auth_strategy");
+/// The option services that pick their API's middleware by it read (in
+/// `[DEFAULT]` or `[api]`, as each says in its [`Wiring`]).
+const AUTH_STRATEGY: &str = "auth_strategy";
 
 /// Options every login section holds: a password login of the service user.
 const LOGIN: &[&str] = &[
@@ -37,9 +38,10 @@ const LOGIN: &[&str] = &[
 /// written (every API validates tokens).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Wiring {
-    /// `[DEFAULT] auth_strategy = keystone` selects the API's middleware
-    /// (Cinder, Ironic); Glance chooses by its paste flavor instead.
-    pub auth_strategy: bool,
+    /// The section whose `auth_strategy = keystone` selects the API's
+    /// middleware: `DEFAULT` (Cinder, Ironic), `api` (Placement, Nova); none
+    /// for Glance, which chooses by its paste flavor instead.
+    pub auth_strategy: Option<&'static str>,
     /// `[service_user]`: the service sends its own token beside a user's on
     /// calls to peers (Cinder, Glance, Nova; Ironic has no such section).
     pub service_user: bool,
@@ -92,11 +94,10 @@ pub fn managed_options(wiring: &Wiring) -> Vec<ManagedOption> {
             set_from: SET_FROM,
         });
     }
-    if wiring.auth_strategy {
-        let (section, option) = AUTH_STRATEGY;
+    if let Some(section) = wiring.auth_strategy {
         managed.push(ManagedOption {
             section,
-            option,
+            option: AUTH_STRATEGY,
             set_from: "spec.identity (keystone)",
         });
     }
@@ -168,12 +169,11 @@ pub fn render(
             .or_default()
             .insert("send_service_user_token".into(), "true".into());
     }
-    if wiring.auth_strategy {
-        let (section, option) = AUTH_STRATEGY;
+    if let Some(section) = wiring.auth_strategy {
         sections
             .entry(section.into())
             .or_default()
-            .insert(option.into(), "keystone".into());
+            .insert(AUTH_STRATEGY.into(), "keystone".into());
     }
 }
 
@@ -292,13 +292,13 @@ mod tests {
 
     /// Glance's: service tokens, its middleware chosen by paste flavor.
     const GLANCE: Wiring = Wiring {
-        auth_strategy: false,
+        auth_strategy: None,
         service_user: true,
         catalogue_clients: &[],
     };
     /// Ironic's: no service tokens, `[service_catalog]` to find its own API.
     const IRONIC: Wiring = Wiring {
-        auth_strategy: true,
+        auth_strategy: Some("DEFAULT"),
         service_user: false,
         catalogue_clients: &["service_catalog"],
     };

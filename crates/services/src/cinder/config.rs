@@ -103,7 +103,7 @@ pub fn backend_violations(spec: &CinderSpec) -> Vec<String> {
 /// What Cinder reads of `spec.identity`: `[DEFAULT] auth_strategy =
 /// keystone` and service tokens on its calls to peers.
 pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
-    auth_strategy: true,
+    auth_strategy: Some("DEFAULT"),
     service_user: true,
     catalogue_clients: &[],
 };

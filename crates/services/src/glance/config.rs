@@ -89,7 +89,7 @@ pub fn flavor_refusal(spec: &GlanceSpec) -> Option<String> {
 /// What Glance reads of `spec.identity`: service tokens on its calls to
 /// peers; its middleware comes with the paste flavor, not `auth_strategy`.
 pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
-    auth_strategy: false,
+    auth_strategy: None,
     service_user: true,
     catalogue_clients: &[],
 };

@@ -71,7 +71,7 @@ pub const ENV_API_HASH_RING_RESET_INTERVAL: &str = "OS_DEFAULT__HASH_RING_RESET_
 /// the API's own URL (the one deploy ramdisks call back). Ironic sends no
 /// service tokens: it has no `[service_user]`.
 pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
-    auth_strategy: true,
+    auth_strategy: Some("DEFAULT"),
     service_user: false,
     catalogue_clients: &["service_catalog"],
 };

@@ -26,8 +26,9 @@ pub fn example_manifest(
 /// `manifest` (any service's) made to authenticate through the Keystone
 /// `keystone`: its `spec.identity` names that Keystone, the service user's
 /// password (Secret `password_secret`, key `password`) and the token cache
-/// (`memcached`, `host:port`), and an `auth_strategy` the example set in
-/// `extraConfig` is dropped (it would be refused beside an identity).
+/// (`memcached`, `host:port`), and an `auth_strategy` the example set in any
+/// section of `extraConfig` is dropped (it would be refused beside an
+/// identity).
 pub fn authenticating(
     mut manifest: serde_json::Value,
     keystone: &str,
@@ -36,11 +37,10 @@ pub fn authenticating(
 ) -> serde_json::Value {
     let spec = &mut manifest["spec"];
     // Looked up, not indexed: indexing would add an empty `extraConfig`.
-    if let Some(default) = spec
-        .pointer_mut("/extraConfig/DEFAULT")
-        .and_then(|d| d.as_object_mut())
-    {
-        default.remove("auth_strategy");
+    if let Some(sections) = spec.get_mut("extraConfig").and_then(|e| e.as_object_mut()) {
+        for options in sections.values_mut().filter_map(|o| o.as_object_mut()) {
+            options.remove("auth_strategy");
+        }
     }
     spec["identity"] = serde_json::json!({
         "keystone": keystone,

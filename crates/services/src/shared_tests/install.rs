@@ -15,6 +15,7 @@ fn every_example_resource_finds_its_secrets() {
             ("keystone-admin", "password"),
             ("keystone-db", "connection"),
             ("glance-db", "connection"),
+            ("placement-db", "connection"),
         ]
     );
 }

@@ -10,6 +10,7 @@ pub mod cinder;
 pub mod glance;
 pub mod ironic;
 pub mod keystone;
+pub mod placement;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -439,6 +440,15 @@ pub async fn start_for(
                 .await?
                 .any()
         }
+        "placement" => {
+            let options = placement::PlacementLoadOptions {
+                login,
+                ..Default::default()
+            };
+            placement::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
         "keystone" => {
             let options = keystone::KeystoneLoadOptions {
                 admin_password: admin_password.to_string(),
@@ -456,8 +466,10 @@ pub async fn start_for(
 /// The user `service`'s client logs in as, made in the Keystone at
 /// `keystone` by its admin: a `member` of the project `demo` for the
 /// services a cloud's users call (Cinder, Glance), an `admin` of the system
-/// for Ironic, whose node enrolment asks `system_scope:all`. `None` for a
-/// service without a client that logs in.
+/// for Ironic, whose node enrolment asks `system_scope:all`, and for
+/// Placement the `service` role in project `service`, as Nova's services
+/// call it (its policies ask a project-scoped `admin` or `service`). `None`
+/// for a service without a client that logs in.
 pub async fn login_for(
     service: &str,
     netns: &ClientNetns,
@@ -467,6 +479,11 @@ pub async fn login_for(
     let (user, scope, role) = match service {
         "cinder" | "glance" => ("demo", auth::Scope::Project("demo".into()), "member"),
         "ironic" => ("baremetal-operator", auth::Scope::System, "admin"),
+        "placement" => (
+            "placement-client",
+            auth::Scope::Project("service".into()),
+            "service",
+        ),
         _ => return Ok(None),
     };
     let grant = auth::UserGrant {

@@ -22,6 +22,7 @@ holds the rendered chart to the operator's registry.
 - { group: ironic.openstack.c5c3.io, plural: ironics, version: v1alpha1 }
 - { group: keystone.openstack.c5c3.io, plural: keystones, version: v1alpha1 }
 - { group: glance.openstack.c5c3.io, plural: glances, version: v1alpha1 }
+- { group: placement.openstack.c5c3.io, plural: placements, version: v1alpha1 }
 {{- end -}}
 
 {{/* The rules the operator needs where it reconciles (docs/permissions.md). */}}
