@@ -20,6 +20,11 @@ pub enum Error {
     #[error("the object has no {0}")]
     MissingField(&'static str),
 
+    /// A service's model contradicts its profile (a defect in Ratchet's
+    /// service folder, caught by the shared tests).
+    #[error("the service's model: {0}")]
+    Model(&'static str),
+
     /// Ratchet's own CRD versions do not merge (a defect in Ratchet's types).
     #[error("building Ratchet's CRDs: {0}")]
     Crd(#[from] kube::core::crd::MergeError),
@@ -33,6 +38,7 @@ impl Error {
             Error::Blocked { reason, .. } => reason.clone(),
             Error::Serde(_) => "serde".into(),
             Error::MissingField(_) => "missing_field".into(),
+            Error::Model(_) => "model".into(),
             Error::Tls(_) => "tls".into(),
             Error::Crd(_) => "crd".into(),
         }

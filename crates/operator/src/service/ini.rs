@@ -45,11 +45,6 @@ pub const TRANSPORT_URL: ManagedOption = ManagedOption {
     option: "transport_url",
     set_from: "spec.transport (a Secret)",
 };
-pub const PIN_RELEASE_VERSION: ManagedOption = ManagedOption {
-    section: "DEFAULT",
-    option: "pin_release_version",
-    set_from: "Ratchet, during an upgrade's pinned roll only",
-};
 
 /// Entries of `extra` that name a managed option, as messages naming the field.
 pub fn managed_option_violations(extra: &Sections, managed: &[ManagedOption]) -> Vec<String> {
@@ -180,7 +175,12 @@ mod tests {
                 BTreeMap::from([("connection".to_string(), "mysql://x".to_string())]),
             ),
         ]);
-        let managed = [DATABASE_CONNECTION, PIN_RELEASE_VERSION];
+        let pin = ManagedOption {
+            section: "DEFAULT",
+            option: "pin_release_version",
+            set_from: "Ratchet, during an upgrade's pinned roll only",
+        };
+        let managed = [DATABASE_CONNECTION, pin];
         assert_eq!(
             managed_option_violations(&extra, &managed),
             [

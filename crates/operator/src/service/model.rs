@@ -14,8 +14,6 @@ use ratchet_phase_machine::hash::content_hash;
 /// over configuration files, so Secrets never appear in a ConfigMap.
 pub const ENV_DATABASE_CONNECTION: &str = "OS_DATABASE__CONNECTION";
 pub const ENV_TRANSPORT_URL: &str = "OS_DEFAULT__TRANSPORT_URL";
-/// `[DEFAULT] pin_release_version`, for services pinned through configuration.
-pub const ENV_PIN_RELEASE_VERSION: &str = "OS_DEFAULT__PIN_RELEASE_VERSION";
 
 /// An environment variable filled from a Secret key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,6 +169,12 @@ pub struct ServiceModel {
     pub rollout_deadline_seconds: i32,
     /// What `spec.identity` registers in Keystone, if the spec has one.
     pub registration: Option<super::identity::Registration>,
+    /// The option new pods get the profile's RPC/object version pin in
+    /// (through its environment variable, fixed for the pod's lifetime)
+    /// while a pinned phase lasts, e.g. Ironic's `[DEFAULT]
+    /// pin_release_version`. `None`: the service pins itself (Cinder's
+    /// services table) or not at all; its profile then has no pinned phase.
+    pub pin_option: Option<super::ini::ManagedOption>,
 }
 
 impl ServiceModel {

@@ -11,10 +11,7 @@ use kube::Resource;
 use ratchet_phase_machine::hash::content_hash;
 use serde_json::{Value, json};
 
-use super::model::{
-    ENV_PIN_RELEASE_VERSION, KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel,
-    new_key,
-};
+use super::model::{KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel, new_key};
 use crate::error::{Error, Result};
 use crate::labels;
 
@@ -283,7 +280,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
 pub struct PodParams<'a> {
     pub image: &'a str,
     pub installed_release: &'a str,
-    /// `[DEFAULT] pin_release_version` for the new pods, if pinned.
+    /// The release new pods are pinned to, in the model's `pin_option`.
     pub pin: Option<&'a str>,
     pub config_hash: &'a str,
     /// The resource's annotation key for the installed release (second roll).
@@ -310,9 +307,15 @@ pub fn workload(
         params.config_hash.to_string(),
     )]);
     if let Some(pin) = params.pin {
-        // oslo.config reads OS_<SECTION>__<OPTION> as that option: this is
-        // `[DEFAULT] pin_release_version`, fixed in the pod for its lifetime.
-        env.push(json!({ "name": ENV_PIN_RELEASE_VERSION, "value": pin }));
+        // oslo.config reads OS_<SECTION>__<OPTION> as that option, fixed in
+        // the pod for its lifetime.
+        let variable = model
+            .pin_option
+            .and_then(|o| ratchet_api::oslo::env_name(o.section, o.option))
+            .ok_or(Error::Model(
+                "the profile pins, but the model names no pin option",
+            ))?;
+        env.push(json!({ "name": variable, "value": pin }));
         pod_annotations.insert(PIN_ANNOTATION.to_string(), pin.to_string());
     }
     if workload.carries_installed_release {

@@ -252,6 +252,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             .map(|role| workload(cinder, name, role))
             .collect(),
         rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
+        pin_option: None,
         registration: cinder.spec.identity.as_ref().map(|identity| {
             identity::Registration::new(
                 identity,

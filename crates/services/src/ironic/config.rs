@@ -7,9 +7,7 @@ use crate::ironic::v1alpha1::{Ironic, IronicSpec};
 
 use ratchet_api::identity::KEYSTONE_API_PORT;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
-use ratchet_operator::service::model::{
-    ENV_DATABASE_CONNECTION, ENV_PIN_RELEASE_VERSION, ENV_TRANSPORT_URL,
-};
+use ratchet_operator::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
 use ratchet_operator::service::{OpenStackService, identity};
 
 use ratchet_operator::service::status::config_refusals;
@@ -19,6 +17,18 @@ use ratchet_operator::service::status::config_refusals;
 /// must exist) and over TFTP: emptyDirs Ratchet mounts in every pod and Job.
 pub const HTTP_ROOT: &str = "/var/lib/ironic/httpboot";
 pub const TFTP_ROOT: &str = "/var/lib/ironic/tftpboot";
+
+/// Ironic's pin (seed 002): the release whose RPC and object versions new
+/// pods speak while old ones still run, set per pod during the pinned roll
+/// and removed by the second roll; Ironic's folder owns it, the shared
+/// renderer only sets the variable the model names.
+pub const PIN_RELEASE_VERSION: ManagedOption = ManagedOption {
+    section: "DEFAULT",
+    option: "pin_release_version",
+    set_from: "Ratchet, during an upgrade's pinned roll only",
+};
+/// Its variable, as oslo.config reads it.
+pub const ENV_PIN_RELEASE_VERSION: &str = "OS_DEFAULT__PIN_RELEASE_VERSION";
 
 pub const HTTP_ROOT_OPTION: ManagedOption = ManagedOption {
     section: "deploy",

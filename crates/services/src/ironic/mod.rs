@@ -17,9 +17,7 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 pub use crate::ironic::profile::{CONFIG_DIR, SERVICE};
 
-use ratchet_operator::service::ini::{
-    DATABASE_CONNECTION, ManagedOption, PIN_RELEASE_VERSION, TRANSPORT_URL,
-};
+use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
 use ratchet_operator::service::status::{self, ServiceStatus};
 use ratchet_operator::service::{Example, OpenStackService};
@@ -31,7 +29,7 @@ impl OpenStackService for Ironic {
     const MANAGED_OPTIONS: &'static [ManagedOption] = &[
         DATABASE_CONNECTION,
         TRANSPORT_URL,
-        PIN_RELEASE_VERSION,
+        config::PIN_RELEASE_VERSION,
         config::HTTP_ROOT_OPTION,
         config::TFTP_ROOT_OPTION,
         config::API_WORKERS_OPTION,

@@ -82,6 +82,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
+        pin_option: Some(config::PIN_RELEASE_VERSION),
         registration: spec.identity.as_ref().map(|identity| {
             identity::Registration::new(
                 identity,

@@ -100,6 +100,7 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
         )],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
         registration: None,
+        pin_option: None,
     }
 }
 

@@ -67,6 +67,7 @@ pub fn model(placement: &Placement, name: &str) -> ServiceModel {
             readiness::api(CONFIG_DIR, API_PORT, READINESS_PATH),
         )],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
+        pin_option: None,
         registration: spec.identity.as_ref().map(|identity| {
             identity::Registration::new(
                 identity,

@@ -5,6 +5,7 @@
 pub mod checked_step;
 mod conversion;
 mod install;
+mod pins;
 mod plan;
 mod server;
 mod validation;
