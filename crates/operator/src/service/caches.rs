@@ -36,10 +36,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::api;
 use super::cached::{
     Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet, Detail,
 };
+use super::controller::api;
 use super::model::ServiceModel;
 use super::referrers::{self, Referrer, Referrers};
 use super::render::Owner;
