@@ -78,6 +78,18 @@ pub struct Context {
 }
 
 impl Context {
+    /// The API of `K` where the operator reconciles: its one namespace, or
+    /// every namespace.
+    pub fn api<K>(&self) -> kube::Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        match &self.config.namespace {
+            Some(ns) => kube::Api::namespaced(self.client.clone(), ns),
+            None => kube::Api::all(self.client.clone()),
+        }
+    }
+
     pub fn new(client: Client, config: OperatorConfig, metrics: Arc<Metrics>) -> Context {
         let reporter = Reporter {
             controller: "ratchet".into(),

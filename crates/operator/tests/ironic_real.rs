@@ -4,7 +4,7 @@
 //! checked from what Ironic itself reports: its API's version document and its
 //! database. Nodes use the `fake-hardware` type. The upgrade under load runs
 //! authenticated through a real Keystone (the client an operator with a
-//! system-scoped token, as Ironic's node enrolment asks); the failed-check
+//! system-scoped token, as Ironic's node registration_plan asks); the failed-check
 //! test runs with `noauth`, chosen explicitly. Needs root (the process kubelet).
 
 mod common;

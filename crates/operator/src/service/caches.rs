@@ -39,7 +39,6 @@ use tokio::sync::watch;
 use super::cached::{
     Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet, Detail,
 };
-use super::controller::api;
 use super::model::ServiceModel;
 use super::referrers::{self, Referrer, Referrers};
 use super::render::Owner;
@@ -167,7 +166,7 @@ fn secret_watch(
 ) -> (Store<Secret>, BoxFuture<'static, ()>) {
     let (store, mut writer) = reflector::store();
     let before = store.clone();
-    let events = watcher(api::<Secret>(ctx), watcher::Config::default())
+    let events = watcher(ctx.api::<Secret>(), watcher::Config::default())
         .modify(secret_key_names)
         .backoff(watch_backoff())
         .filter_map(|item| std::future::ready(without_errors("Secret", item)));
@@ -266,7 +265,7 @@ where
     D: Detail + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
     let managed = watcher::Config::default().labels(&managed_selector(services));
-    let (store, changes) = reflected(api::<Cached<K, D>>(ctx), managed, parsed_lean);
+    let (store, changes) = reflected(ctx.api::<Cached<K, D>>(), managed, parsed_lean);
     (store, route(changes, routes).boxed())
 }
 

@@ -7,26 +7,14 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Api, Resource};
 
 use super::contract::OpenStackService;
 use super::{Caches, Triggers, caches, reconcile};
 use crate::context::Context;
 use crate::error::Error;
-
-pub(super) fn api<K>(ctx: &Context) -> Api<K>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
-{
-    match &ctx.config.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    }
-}
 
 fn key<S: OpenStackService>(object: &S) -> String {
     ObjectRef::from_obj(object).to_string()
@@ -71,7 +59,7 @@ pub async fn run<S: OpenStackService>(
     // Our own reflector rather than `Controller::new`'s: it retries a failed
     // watch within a second and keeps its errors out of the trigger stream.
     let (resources, resource_stream) = caches::reflected(
-        api::<S>(&ctx),
+        ctx.api::<S>(),
         watcher::Config::default(),
         caches::drop_managed_fields,
     );

@@ -21,6 +21,7 @@ pub mod readiness;
 mod reconcile;
 mod referrers;
 mod registration;
+pub mod registration_plan;
 pub mod render;
 pub mod secret_options;
 mod stall;

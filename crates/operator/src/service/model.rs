@@ -168,7 +168,7 @@ pub struct ServiceModel {
     /// Seconds a rollout may make no progress before it counts as stalled.
     pub rollout_deadline_seconds: i32,
     /// What `spec.identity` registers in Keystone, if the spec has one.
-    pub registration: Option<super::identity::Registration>,
+    pub registration: Option<super::registration_plan::Registration>,
     /// The option new pods get the profile's RPC/object version pin in
     /// (through its environment variable, fixed for the pod's lifetime)
     /// while a pinned phase lasts, e.g. Ironic's `[DEFAULT]
@@ -197,7 +197,7 @@ impl ServiceModel {
         let mut files = BTreeMap::from([(self.config_file, config)]);
         files.extend(self.support_files.iter().map(|(k, v)| (*k, v.as_str())));
         if self.registration.is_some() {
-            let (key, script) = super::identity::registration_script();
+            let (key, script) = super::registration_plan::registration_script();
             files.insert(key, script);
         }
         Some(files)
