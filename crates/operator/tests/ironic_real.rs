@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
-use common::real::{STEADY_WINDOW, installed, percentile, prepare_images, rows, secret};
+use common::real::{
+    STEADY_WINDOW, installed, percentile, prepare_images, registered, rows, secret,
+};
 use common::{Harness, WorkloadChange};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -29,7 +31,7 @@ use ratchet_services::keystone::resource::authenticating;
 use ratchet_services::keystone::v1alpha1::Keystone;
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
-use ratchet_testenv::load::auth::{self, Credentials, Scope};
+use ratchet_testenv::load::auth::{Credentials, Scope};
 use ratchet_testenv::load::ironic::{self, IronicLoadOptions};
 use ratchet_testenv::load::{self, cluster_address};
 use ratchet_testenv::wait::until;
@@ -254,20 +256,13 @@ async fn create_keystone(h: &Harness, db: &Backing) -> Result<Backing> {
 async fn authenticated_ironic(h: &Harness, netns: &ClientNetns) -> Result<Credentials> {
     let keystone = cluster_address(&h.client, h.name(), KEYSTONE, "api").await?;
     let url = format!("http://{NAME}.{}.svc:{}", h.name(), model::API_PORT);
-    let endpoints: Vec<(String, String)> = auth::catalog(netns, keystone, ADMIN_PASSWORD)
-        .await?
-        .into_iter()
-        .filter(|e| e.service_type == "baremetal")
-        .map(|e| (e.interface, e.url))
-        .collect();
-    ensure!(
-        endpoints
-            == [
-                ("internal".to_string(), url.clone()),
-                ("public".to_string(), url.clone())
-            ],
-        "the baremetal endpoints in the catalogue: {endpoints:?}"
-    );
+    registered(
+        netns,
+        keystone,
+        ADMIN_PASSWORD,
+        &[("baremetal", url.clone())],
+    )
+    .await?;
     let api = cluster_address(&h.client, h.name(), NAME, "api").await?;
     let (status, _) = netns.http_get(api, "/v1/nodes").await??;
     ensure!(status == 401, "a request without a token got {status}");

@@ -17,7 +17,7 @@ use anyhow::{Context, Result, ensure};
 use common::Harness;
 use common::real::{
     STEADY_WINDOW, claim, clean_upgrade, clean_upgrade_tolerating, installed, latency_figures,
-    no_failed_request, prepare_images, rows, secret, stop_load, upgrade,
+    no_failed_request, prepare_images, registered, rows, secret, stop_load, upgrade,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
@@ -96,24 +96,14 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
 
     let netns = h.env.client_netns()?;
     let keystone_addr = cluster_address(&h.client, h.name(), NAME, "api").await?;
-    let catalog = auth::catalog(&netns, keystone_addr, ADMIN_PASSWORD).await?;
-    for (kind, url) in [
+    let expected = [
         ("image", format!("http://{GLANCE}.{}.svc:9292", h.name())),
         (
             "block-storage",
             format!("http://{CINDER}.{}.svc:8776/v3/%(project_id)s", h.name()),
         ),
-    ] {
-        let endpoints: Vec<(&str, &str)> = catalog
-            .iter()
-            .filter(|e| e.service_type == kind && e.region == "RegionOne")
-            .map(|e| (e.interface.as_str(), e.url.as_str()))
-            .collect();
-        ensure!(
-            endpoints == [("internal", url.as_str()), ("public", url.as_str())],
-            "the {kind} endpoints in the catalogue: {endpoints:?}"
-        );
-    }
+    ];
+    registered(&netns, keystone_addr, ADMIN_PASSWORD, &expected).await?;
     a_refused_password_is_reported_and_retried_on_a_new_secret(&h, &netns, keystone_addr).await?;
 
     // The project member Glance's and Cinder's clients log in as.

@@ -16,7 +16,7 @@ use anyhow::{Context, Result, ensure};
 use common::Harness;
 use common::real::{
     STEADY_WINDOW, clean_upgrade, installed, latency_figures, no_failed_request, prepare_images,
-    rows, secret, stop_load, upgrade,
+    registered, rows, secret, stop_load, upgrade,
 };
 use kube::api::PostParams;
 use ratchet_operator::service::OpenStackService;
@@ -26,7 +26,7 @@ use ratchet_services::placement::model::API_PORT;
 use ratchet_services::placement::v1alpha1::Placement;
 use ratchet_testenv::backing;
 use ratchet_testenv::load::placement::{self, PlacementLoadOptions};
-use ratchet_testenv::load::{self, auth, cluster_address};
+use ratchet_testenv::load::{self, cluster_address};
 
 const NAME: &str = "placement";
 const KEYSTONE: &str = "keystone";
@@ -92,20 +92,7 @@ async fn a_real_placement_upgrades_under_load_with_no_failed_request_and_every_a
     let netns = h.env.client_netns()?;
     let keystone_addr = cluster_address(&h.client, h.name(), KEYSTONE, "api").await?;
     let url = format!("http://{NAME}.{}.svc:{API_PORT}", h.name());
-    let endpoints: Vec<(String, String)> = auth::catalog(&netns, keystone_addr, ADMIN_PASSWORD)
-        .await?
-        .into_iter()
-        .filter(|e| e.service_type == "placement")
-        .map(|e| (e.interface, e.url))
-        .collect();
-    ensure!(
-        endpoints
-            == [
-                ("internal".to_string(), url.clone()),
-                ("public".to_string(), url.clone())
-            ],
-        "the placement endpoints in the catalogue: {endpoints:?}"
-    );
+    registered(&netns, keystone_addr, ADMIN_PASSWORD, &[("placement", url)]).await?;
     // No token, no providers: Placement asks Keystone about every request.
     let api = cluster_address(&h.client, h.name(), NAME, "api").await?;
     let (status, _) = netns.http_get(api, "/resource_providers").await??;

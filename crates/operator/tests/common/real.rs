@@ -398,3 +398,28 @@ pub fn latency_figures(
         percentile(during, 0.99),
     )
 }
+
+/// The catalogue of the Keystone at `keystone` (its ClusterIP), read as its
+/// bootstrap admin, lists each `(type, url)` of `expected` exactly as Ratchet
+/// registers it: one `internal` and one `public` endpoint at that URL in
+/// `RegionOne`.
+pub async fn registered(
+    netns: &ClientNetns,
+    keystone: std::net::SocketAddr,
+    admin_password: &str,
+    expected: &[(&str, String)],
+) -> Result<()> {
+    let catalog = ratchet_testenv::load::auth::catalog(netns, keystone, admin_password).await?;
+    for (kind, url) in expected {
+        let endpoints: Vec<(&str, &str)> = catalog
+            .iter()
+            .filter(|e| e.service_type == *kind && e.region == "RegionOne")
+            .map(|e| (e.interface.as_str(), e.url.as_str()))
+            .collect();
+        ensure!(
+            endpoints == [("internal", url.as_str()), ("public", url.as_str())],
+            "the {kind} endpoints in the catalogue: {endpoints:?}"
+        );
+    }
+    Ok(())
+}
