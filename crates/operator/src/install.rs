@@ -10,7 +10,7 @@ use kube::{Api, Client};
 
 use crate::error::{Error, Result};
 use crate::registry::{PerService, Registry};
-use crate::service::OpenStackService;
+use crate::service::contract::OpenStackService;
 
 /// Applies every CRD (server-side, idempotent) and waits until each is served.
 pub async fn install_crds<R: Registry>(client: &Client, timeout: Duration) -> Result<()> {

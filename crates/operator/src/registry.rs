@@ -10,7 +10,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 use kube::core::crd::MergeError;
 use ratchet_phase_machine::Profile;
 
-use crate::service::OpenStackService;
+use crate::service::contract::OpenStackService;
 
 /// Something done once for each registered service, with its type.
 pub trait ServiceVisitor {

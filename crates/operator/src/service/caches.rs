@@ -282,7 +282,7 @@ async fn route<K, D>(mut changes: Trigger<Cached<K, D>>, mut routes: Routes<Cach
 
 impl Caches {
     /// Starts one watch per child kind for all of `services` (their
-    /// [`super::OpenStackService::SERVICE`] names).
+    /// [`super::contract::OpenStackService::SERVICE`] names).
     pub fn start(ctx: &Context, services: &[&'static str]) -> (Caches, Routed) {
         let (mut jobs, mut deployments, mut stateful_sets, mut config_maps, mut kube_services) = (
             Routes::new(),

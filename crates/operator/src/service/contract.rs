@@ -9,13 +9,23 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Resource;
 use kube::core::crd::MergeError;
 use kube::core::object::HasStatus;
+use ratchet_api::common::PendingEvent;
 use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::ini;
 use super::model::ServiceModel;
-use super::status::ServiceStatus;
+
+/// A resource's stored status, as the machine reads it and as it stores the
+/// machine's decision.
+pub trait ServiceStatus: Sized {
+    fn view(&self) -> StatusView;
+    fn decided(profile: &Profile, decided: &DesiredStatus) -> Self;
+    /// The events recorded as due with this status (see `UpgradeStatus`).
+    fn pending_events(&self) -> &[PendingEvent];
+    fn pending_events_mut(&mut self) -> &mut Vec<PendingEvent>;
+}
 
 /// An OpenStack service resource the shared controller drives.
 pub trait OpenStackService:

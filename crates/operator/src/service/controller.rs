@@ -11,8 +11,9 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
+use super::caches::{self, Caches, Triggers};
 use super::contract::OpenStackService;
-use super::{Caches, Triggers, caches, reconcile};
+use super::reconcile;
 use crate::context::Context;
 use crate::error::Error;
 

@@ -6,8 +6,8 @@
 //! reads its children from (`caches.rs`, `cached.rs`).
 
 mod cached;
-mod caches;
-mod contract;
+pub mod caches;
+pub mod contract;
 mod controller;
 pub mod identity;
 pub mod ini;
@@ -29,11 +29,10 @@ pub mod status;
 pub mod uwsgi;
 
 pub use caches::watch_backoff;
-pub use contract::{Conversion, Example, OpenStackService};
+pub use contract::{Conversion, Example, OpenStackService, ServiceStatus};
 pub use controller::run;
 pub use model::ServiceModel;
 pub use render::Owner;
-pub use status::ServiceStatus;
 
 pub use cached::{
     Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet,

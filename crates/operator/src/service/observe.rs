@@ -12,9 +12,9 @@ use ratchet_phase_machine::{
     JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout, Step,
 };
 
-use super::OpenStackService;
 use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
 use super::caches::Caches;
+use super::contract::OpenStackService;
 use super::model::{ServiceModel, WorkloadKind};
 use super::own_writes::ChildWrites;
 use super::ownership::Claims;

@@ -8,7 +8,7 @@ use ratchet_phase_machine::{Pin, SpecView, Step};
 use ratchet_release::{ImageLayout, ImageRef, ImageRelease, Release};
 use serde_json::{Value, json};
 
-use super::OpenStackService;
+use super::contract::OpenStackService;
 
 /// Whether the step is allowed, and if not, why.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,8 +18,9 @@ use ratchet_phase_machine::{
     decide,
 };
 
-use super::OpenStackService;
 use super::caches::{Caches, named};
+use super::contract::OpenStackService;
+use super::contract::ServiceStatus;
 use super::key_secrets;
 use super::model::{SecretEnv, ServiceModel, WorkloadKind};
 use super::observe::{Children, LiveWorkload, observe};
@@ -27,7 +28,6 @@ use super::own_writes::{ChildWrites, OwnWrites, cached_form};
 use super::ownership::Claims;
 use super::registration;
 use super::render::{self, Owner, PodParams};
-use super::status::ServiceStatus;
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -105,7 +105,7 @@ pub fn extra_config_conflicts(options: &[SecretOption], extra: &Sections) -> Vec
 /// What the renderer refuses of a service `S`'s secret options: the entries
 /// [`refused`] names, and the `extraConfig` entries that would set one of them
 /// in the file too. Nothing is rendered then.
-pub fn violations<S: super::OpenStackService>(
+pub fn violations<S: super::contract::OpenStackService>(
     options: &[SecretOption],
     extra: &Sections,
 ) -> Vec<String> {

@@ -9,6 +9,7 @@ use ratchet_release::ImageLayout;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::contract::ServiceStatus;
 use super::ini::{Sections, managed_option_violations, unsafe_entries};
 use super::secret_options;
 
@@ -31,7 +32,7 @@ pub const EXTRA_CONFIG: &str = "spec.extraConfig";
 /// What no service's renderer writes: `extraConfig` text oslo.config would
 /// read otherwise than written ([`unsafe_entries`]), and options set from
 /// Secrets that have no variable of their own or that `extraConfig` sets too.
-pub fn config_refusals<S: super::OpenStackService>(
+pub fn config_refusals<S: super::contract::OpenStackService>(
     extra_config: &Sections,
     secret_options: &[SecretOption],
 ) -> Vec<String> {
@@ -49,7 +50,7 @@ pub fn config_refusals<S: super::OpenStackService>(
 /// ([`unsafe_entries`]), and options set from Secrets, which must each have a
 /// variable of their own and may not be set by extra configuration too. A
 /// service adds what else it writes into its file.
-pub fn spec_view<S: super::OpenStackService>(
+pub fn spec_view<S: super::contract::OpenStackService>(
     generation: Option<i64>,
     release: &str,
     image: &ImageSpec,
@@ -75,9 +76,9 @@ pub fn spec_view<S: super::OpenStackService>(
 /// the renderer refused to write into its configuration file (the same
 /// messages are not repeated), so a refused rendering blocks with
 /// `InvalidConfig` even where the resource's own checks missed it.
-pub fn observed_spec<S: super::OpenStackService>(
+pub fn observed_spec<S: super::contract::OpenStackService>(
     object: &S,
-    model: &super::ServiceModel,
+    model: &super::model::ServiceModel,
 ) -> SpecView {
     let mut spec = object.spec_view();
     if let Err(refused) = &model.config {
@@ -88,16 +89,6 @@ pub fn observed_spec<S: super::OpenStackService>(
         }
     }
     spec
-}
-
-/// A resource's stored status, as the machine reads it and as it stores the
-/// machine's decision.
-pub trait ServiceStatus: Sized {
-    fn view(&self) -> StatusView;
-    fn decided(profile: &Profile, decided: &DesiredStatus) -> Self;
-    /// The events recorded as due with this status (see `UpgradeStatus`).
-    fn pending_events(&self) -> &[PendingEvent];
-    fn pending_events_mut(&mut self) -> &mut Vec<PendingEvent>;
 }
 
 /// The status every service stores (a service that stores more implements

@@ -22,7 +22,7 @@ use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{Profile, Step};
 
 use crate::error::Result;
-use crate::service::watch_backoff;
+use crate::service::caches::watch_backoff;
 
 /// The resource's `status.upgradePhase` ("" in steady state), read the way
 /// every service stores it.

@@ -6,7 +6,7 @@
 use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 
-use crate::service::OpenStackService;
+use crate::service::contract::OpenStackService;
 
 /// The answer to a review of `S`'s objects.
 pub fn answer<S: OpenStackService>(review: ConversionReview) -> ConversionReview {

@@ -11,7 +11,7 @@ use super::server::validation_path;
 use crate::children::apply;
 use crate::error::Result;
 use crate::registry::{PerService, Registry};
-use crate::service::OpenStackService;
+use crate::service::contract::OpenStackService;
 
 /// Points the conversion of every CRD whose service converts between versions
 /// at `target` unless it already does; true when it had to change one. A CRD

@@ -17,7 +17,7 @@ use super::validation::validate;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::registry::{Registry, ServiceVisitor};
-use crate::service::OpenStackService;
+use crate::service::contract::OpenStackService;
 
 /// Where the API server sends a service's admission reviews:
 /// `/validate/<plural>`.

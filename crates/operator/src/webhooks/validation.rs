@@ -2,7 +2,7 @@
 
 use ratchet_release::{ImageRef, Release, StepRefusal};
 
-use crate::service::OpenStackService;
+use crate::service::contract::OpenStackService;
 
 /// Reasons to refuse a create or update of any service resource; empty when
 /// it is admitted.

@@ -17,9 +17,10 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 pub use crate::ironic::profile::{CONFIG_DIR, SERVICE};
 
+use ratchet_operator::service::ServiceStatus;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
-use ratchet_operator::service::status::{self, ServiceStatus};
+use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 
 impl OpenStackService for Ironic {
