@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds one virtualenv image root for the process kubelet:
-#   build-venv.sh <dest> <python> [--module <file.py>]... <package==version>...
+#   build-venv.sh <dest> <python> [--module <file.py>]... [--constraints <file>] <package[==version]>...
 # Each --module file (the project's own Python, e.g. a test volume driver) is
 # copied into the virtualenv's site-packages after the packages are installed.
+# A --constraints file (a release's upper-constraints) holds every package pip
+# installs, named or pulled in, to its version there (pip's -c).
 # The virtualenv is created at /opt/venv inside a bubblewrap sandbox whose
 # /opt/venv is <dest>, so its scripts' shebangs name the path pods see. Built
 # with Debian's python (a Python under root's 0700 home cannot run as non-root),
@@ -13,10 +15,15 @@ dest=$1
 python=$2
 shift 2
 modules=()
+constraints=
 while [ "${1:-}" = "--module" ]; do
   modules+=("$2")
   shift 2
 done
+if [ "${1:-}" = "--constraints" ]; then
+  constraints=$2
+  shift 2
+fi
 mkdir -p "$(dirname "$dest")"
 exec 9>"$dest.lock"
 flock 9
@@ -39,10 +46,15 @@ done
 if [ -n "${PIP_FIND_LINKS:-}" ] && [ -d "${PIP_FIND_LINKS}" ]; then
   args+=(--ro-bind "$PIP_FIND_LINKS" "$PIP_FIND_LINKS")
 fi
+pip_args=()
+if [ -n "$constraints" ]; then
+  args+=(--ro-bind "$constraints" /opt/constraints.txt)
+  pip_args+=(-c /opt/constraints.txt)
+fi
 echo "image build: virtualenv with $python at $dest" >&2
 bwrap "${args[@]}" -- "$python" -m venv /opt/venv
-echo "image build: pip install $*" >&2
-bwrap "${args[@]}" -- /opt/venv/bin/python -m pip install --no-input --progress-bar off "$@" >&2
+echo "image build: pip install ${pip_args[*]} $*" >&2
+bwrap "${args[@]}" -- /opt/venv/bin/python -m pip install --no-input --progress-bar off "${pip_args[@]}" "$@" >&2
 if [ "${#modules[@]}" -gt 0 ]; then
   site=$(bwrap "${args[@]}" -- /opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "image build: adding ${modules[*]}" >&2

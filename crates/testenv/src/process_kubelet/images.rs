@@ -45,9 +45,14 @@ pub struct ImageEntry {
     /// The interpreter a venv is made with.
     #[serde(default)]
     pub python: Option<String>,
-    /// Pinned PyPI requirements of a venv.
+    /// PyPI requirements of a venv: pinned here, or by `constraints`.
     #[serde(default)]
     pub packages: Vec<String>,
+    /// A pip constraints file every package of the venv is held to (the
+    /// release's upper-constraints), relative to `testenv/images` (its content
+    /// is part of the hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<String>,
     /// The project's own Python modules a venv adds to its site-packages, as
     /// paths relative to `testenv/images` (their content is part of the hash).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -184,8 +189,8 @@ impl Catalogue {
         let mut hasher = Sha256::new();
         hasher.update(serde_json::to_vec(entry).unwrap_or_default());
         hasher.update(std::fs::read(build_script()).unwrap_or_default());
-        for module in &entry.modules {
-            hasher.update(std::fs::read(images_dir().join(module)).unwrap_or_default());
+        for file in entry.modules.iter().chain(&entry.constraints) {
+            hasher.update(std::fs::read(images_dir().join(file)).unwrap_or_default());
         }
         let hash = format!("{:x}", hasher.finalize());
         let name: String = reference
@@ -245,6 +250,12 @@ impl Catalogue {
                 [
                     std::ffi::OsString::from("--module"),
                     images_dir().join(module).into_os_string(),
+                ]
+            }))
+            .args(entry.constraints.iter().flat_map(|constraints| {
+                [
+                    std::ffi::OsString::from("--constraints"),
+                    images_dir().join(constraints).into_os_string(),
                 ]
             }))
             .args(&entry.packages)

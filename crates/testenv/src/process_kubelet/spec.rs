@@ -561,6 +561,7 @@ mod tests {
                 python: None,
                 packages: vec![],
                 modules: vec![],
+                constraints: None,
                 entrypoint: vec!["/bin/sh".into()],
                 user,
             },
