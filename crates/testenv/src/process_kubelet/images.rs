@@ -298,7 +298,43 @@ mod tests {
             .entry("ratchet.test/cinder:2026.1")
             .expect("cinder");
         assert!(cinder.packages.iter().any(|p| p == "cinder==28.0.0"));
-        assert!(cinder.packages.iter().any(|p| p.starts_with("PyMySQL==")));
+        assert_eq!(
+            cinder.constraints.as_deref(),
+            Some("constraints/2026.1.txt")
+        );
+    }
+
+    /// Every package of a venv has one version: pinned in the entry, or by
+    /// the constraints file it names (which exists); a 2026.1 image is held
+    /// to 2026.1's constraints.
+    #[test]
+    fn every_venv_package_is_pinned_by_its_entry_or_its_constraints() {
+        let catalogue = Catalogue::load().expect("catalogue");
+        for (reference, entry) in &catalogue.images {
+            if entry.kind != ImageKind::Venv {
+                continue;
+            }
+            let constraints = entry
+                .constraints
+                .as_ref()
+                .map(|file| std::fs::read_to_string(images_dir().join(file)).expect(file))
+                .unwrap_or_default()
+                .to_lowercase();
+            for package in &entry.packages {
+                let pinned_here = package.contains("==");
+                let held = constraints
+                    .lines()
+                    .any(|line| line.starts_with(&format!("{}===", package.to_lowercase())));
+                assert!(pinned_here || held, "{reference}: {package}");
+            }
+            if reference.ends_with(":2026.1") {
+                assert_eq!(
+                    entry.constraints.as_deref(),
+                    Some("constraints/2026.1.txt"),
+                    "{reference}"
+                );
+            }
+        }
     }
 
     #[test]
