@@ -4,7 +4,7 @@
 //! checked from what Ironic itself reports: its API's version document and its
 //! database. Nodes use the `fake-hardware` type. The upgrade under load runs
 //! authenticated through a real Keystone (the client an operator with a
-//! system-scoped token, as Ironic's node registration_plan asks); the failed-check
+//! system-scoped token, as Ironic's node enrolment asks); the failed-check
 //! test runs with `noauth`, chosen explicitly. Needs root (the process kubelet).
 
 mod common;
@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
 use common::real::{
-    STEADY_WINDOW, installed, percentile, prepare_images, registered, rows, secret,
+    STEADY_WINDOW, installed, keystone_beside, percentile, prepare_images, registered, rows, secret,
 };
 use common::{Harness, WorkloadChange};
 use futures::StreamExt;
@@ -228,26 +228,6 @@ async fn wait_upgraded(h: &Harness) -> Result<()> {
     Ok(())
 }
 
-/// A Keystone (2026.1, one API) on `db`'s MariaDB (its database made by
-/// `start`), not waited for, and a
-/// memcached for keystonemiddleware's token cache: the memcached.
-async fn create_keystone(h: &Harness, db: &Backing) -> Result<Backing> {
-    secret(h, "keystone-db", "connection", db.mysql_url("keystone")).await?;
-    secret(h, "keystone-admin", "password", ADMIN_PASSWORD.into()).await?;
-    let manifest = ratchet_services::keystone::resource::example_manifest(
-        KEYSTONE,
-        "2026.1",
-        "ratchet.test/keystone",
-        "2026.1",
-        1,
-    );
-    let keystone: Keystone = serde_json::from_value(manifest)?;
-    h.api::<Keystone>()
-        .create(&PostParams::default(), &keystone)
-        .await?;
-    Ok(backing::memcached(&h.client, h.name(), "memcached").await?)
-}
-
 /// What Ratchet's registration and Ironic's own authentication show a user:
 /// the `baremetal` endpoints by Service name in the catalogue, a request
 /// without a token refused, and the conductors finding the API through the
@@ -347,7 +327,7 @@ async fn a_real_ironic_upgrades_pinned_then_unpinned_under_load() -> Result<()> 
     let netns = Arc::new(h.env.client_netns()?);
     // Ironic is created at once beside its Keystone: its registration is
     // retried until Keystone serves, and its API waits for it.
-    let cache = create_keystone(&h, &db).await?;
+    let cache = keystone_beside(&h, KEYSTONE, &db, ADMIN_PASSWORD).await?;
     secret(&h, "ironic-keystone", "password", IRONIC_PASSWORD.into()).await?;
     // Three conductors: a stopping conductor waits for the other services' hash
     // rings to drop it before it stops consuming only while more than one other

@@ -15,8 +15,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, ensure};
 use common::Harness;
 use common::real::{
-    STEADY_WINDOW, clean_upgrade, installed, latency_figures, no_failed_request, prepare_images,
-    registered, rows, secret, stop_load, upgrade,
+    STEADY_WINDOW, clean_upgrade, installed, keystone_beside, latency_figures, no_failed_request,
+    prepare_images, registered, rows, secret, stop_load, upgrade,
 };
 use kube::api::PostParams;
 use ratchet_operator::service::OpenStackService;
@@ -49,9 +49,6 @@ async fn a_real_placement_upgrades_under_load_with_no_failed_request_and_every_a
     .await?;
     let h = Harness::start_real("placement-real").await?;
     let db = backing::mariadb(&h.client, h.name(), "mariadb", &[KEYSTONE, NAME]).await?;
-    let cache = backing::memcached(&h.client, h.name(), "memcached").await?;
-    secret(&h, "keystone-db", "connection", db.mysql_url(KEYSTONE)).await?;
-    secret(&h, "keystone-admin", "password", ADMIN_PASSWORD.into()).await?;
     secret(&h, "placement-db", "connection", db.mysql_url(NAME)).await?;
     secret(
         &h,
@@ -61,19 +58,9 @@ async fn a_real_placement_upgrades_under_load_with_no_failed_request_and_every_a
     )
     .await?;
 
-    // Keystone with one API (it does not upgrade here), and Placement at
-    // once: its registration is retried until Keystone serves.
-    let keystone = ratchet_services::keystone::resource::example_manifest(
-        KEYSTONE,
-        "2026.1",
-        "ratchet.test/keystone",
-        "2026.1",
-        1,
-    );
-    let keystone: Keystone = serde_json::from_value(keystone)?;
-    h.api::<Keystone>()
-        .create(&PostParams::default(), &keystone)
-        .await?;
+    // Keystone and Placement at once: Placement's registration is retried
+    // until Keystone serves.
+    let cache = keystone_beside(&h, KEYSTONE, &db, ADMIN_PASSWORD).await?;
     let example = Placement::real_example(NAME, "2026.1", "ratchet.test/placement")
         .context("Placement has a real example")?;
     let manifest = authenticating(

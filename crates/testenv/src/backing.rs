@@ -371,7 +371,6 @@ pub async fn provision(
         true => Some(rabbitmq(client, namespace, "rabbitmq").await?),
         false => None,
     };
-    let secrets_api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let mut secrets = BTreeMap::new();
     for (field, name, key) in references {
         let value = match (field, &database, &bus) {
@@ -379,18 +378,7 @@ pub async fn provision(
             ("transport", _, Some(mq)) => mq.amqp_url(),
             _ => SECRET_VALUE.to_string(),
         };
-        let secret: Secret = serde_json::from_value(json!({
-            "metadata": { "name": name },
-            "stringData": { key: value },
-        }))
-        .map_err(|e| service_error(name, format!("Secret: {e}")))?;
-        secrets_api
-            .patch(
-                name,
-                &PatchParams::apply("ratchet-testenv"),
-                &Patch::Apply(&secret),
-            )
-            .await?;
+        apply_secret(client, namespace, name, key, &value).await?;
         secrets.insert((name.to_string(), key.to_string()), value);
     }
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
@@ -407,6 +395,30 @@ pub async fn provision(
         bus,
         secrets,
     })
+}
+
+/// Makes the Secret `name` in `namespace` hold `value` at `key` (applied: a
+/// second call gives the key a new value).
+pub async fn apply_secret(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    key: &str,
+    value: &str,
+) -> Result<()> {
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "stringData": { key: value },
+    }))
+    .map_err(|e| service_error(name, format!("Secret: {e}")))?;
+    Api::<Secret>::namespaced(client.clone(), namespace)
+        .patch(
+            name,
+            &PatchParams::apply("ratchet-testenv"),
+            &Patch::Apply(&secret),
+        )
+        .await?;
+    Ok(())
 }
 
 /// Every string value of a field named `…VolumeClaim` in `value`, once each.

@@ -11,8 +11,6 @@ use ratchet_api::identity::{IdentitySpec, SERVICE_DOMAIN, SERVICE_PROJECT};
 use super::ini::{ManagedOption, Sections, managed_option_violations, same_option};
 use super::model::SecretEnv;
 
-pub use super::registration_plan::Registration;
-
 const SET_FROM: &str = "spec.identity";
 const PASSWORD_SET_FROM: &str = "spec.identity.password (a Secret)";
 

@@ -423,3 +423,28 @@ pub async fn registered(
     }
     Ok(())
 }
+
+/// A Keystone `name` (2026.1, one API: it does not upgrade beside the
+/// service under test) on `db`'s database `keystone`, its admin password
+/// `admin_password`, created and not waited for, and a memcached for
+/// keystonemiddleware's token caches: the memcached.
+pub async fn keystone_beside(
+    h: &Harness,
+    name: &str,
+    db: &Backing,
+    admin_password: &str,
+) -> Result<Backing> {
+    secret(h, "keystone-db", "connection", db.mysql_url("keystone")).await?;
+    secret(h, "keystone-admin", "password", admin_password.into()).await?;
+    let manifest = ratchet_services::keystone::resource::example_manifest(
+        name,
+        "2026.1",
+        "ratchet.test/keystone",
+        "2026.1",
+        1,
+    );
+    let keystone: ratchet_services::keystone::v1alpha1::Keystone =
+        serde_json::from_value(manifest)?;
+    h.api().create(&PostParams::default(), &keystone).await?;
+    Ok(backing::memcached(&h.client, h.name(), "memcached").await?)
+}

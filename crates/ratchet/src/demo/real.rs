@@ -12,11 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, bail, ensure};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use ratchet_api::common::SecretKeyRef;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::testing::witness::settled;
 use ratchet_services::keystone::v1alpha1::Keystone;
@@ -189,30 +187,22 @@ pub async fn keystone(
     let example = Keystone::real_example(KEYSTONE, release, &images::repository(KEYSTONE))
         .context("Keystone has a real example")?;
     let keystone: Keystone = serde_json::from_value(example.manifest)?;
-    let secrets = Api::<Secret>::namespaced(client.clone(), NAMESPACE);
-    for (secret, key, value) in [
-        (&keystone.spec.database, db.mysql_url(KEYSTONE)),
-        (&keystone.spec.admin_password, backing::SECRET_VALUE.into()),
+    let (database, admin) = (&keystone.spec.database, &keystone.spec.admin_password);
+    let password = password_secret(service.name());
+    for (name, key, value) in [
         (
-            &SecretKeyRef {
-                secret_name: password_secret(service.name()),
-                key: "password".into(),
-            },
-            SERVICE_PASSWORD.into(),
+            database.secret_name.as_str(),
+            database.key.as_str(),
+            db.mysql_url(KEYSTONE),
         ),
-    ]
-    .map(|(s, v)| (s.secret_name.clone(), s.key.clone(), v))
-    {
-        let object: Secret = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": secret }, "stringData": { key: value },
-        }))?;
-        secrets
-            .patch(
-                &secret,
-                &PatchParams::apply("ratchet-demo"),
-                &Patch::Apply(&object),
-            )
-            .await?;
+        (
+            admin.secret_name.as_str(),
+            admin.key.as_str(),
+            backing::SECRET_VALUE.into(),
+        ),
+        (password.as_str(), "password", SERVICE_PASSWORD.into()),
+    ] {
+        backing::apply_secret(client, NAMESPACE, name, key, &value).await?;
     }
     let cache = backing::memcached(client, NAMESPACE, MEMCACHED).await?;
     let api = Api::<Keystone>::namespaced(client.clone(), NAMESPACE);

@@ -72,9 +72,10 @@ impl Service {
                 };
                 // A real run authenticates wherever the service can, as
                 // production does: through the demo's Keystone.
-                let authenticated = self.real && registers::<S>(name, &example.manifest);
+                let with_identity = authenticating_here(name, example.manifest.clone());
+                let authenticated = self.real && registers::<S>(name, &with_identity);
                 if authenticated {
-                    example.manifest = authenticating_here(name, example.manifest);
+                    example.manifest = with_identity;
                 }
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
@@ -221,10 +222,11 @@ fn authenticating_here(service: &str, manifest: Value) -> Value {
     authenticating(manifest, KEYSTONE, &password_secret(service), &memcached)
 }
 
-/// Whether `S` authenticates through a Keystone when its spec names one:
-/// its model then registers it there (Keystone itself does not).
-fn registers<S: OpenStackService>(name: &str, manifest: &Value) -> bool {
-    serde_json::from_value::<S>(authenticating_here(name, manifest.clone()))
+/// Whether `S` authenticates through the Keystone `with_identity` (its
+/// manifest) names: its model then registers it there (Keystone itself does
+/// not).
+fn registers<S: OpenStackService>(name: &str, with_identity: &Value) -> bool {
+    serde_json::from_value::<S>(with_identity.clone())
         .is_ok_and(|object| object.model(name).registration.is_some())
 }
 

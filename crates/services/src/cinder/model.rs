@@ -12,7 +12,7 @@ use ratchet_operator::service::model::{
     API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
 };
 use ratchet_operator::service::readiness;
-use ratchet_operator::service::{identity, secret_options};
+use ratchet_operator::service::{identity, registration_plan, secret_options};
 
 /// The ConfigMap key: `cinder-status`' policy check looks for a file named cinder.conf.
 pub const CONFIG_FILE: &str = "cinder.conf";
@@ -254,7 +254,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
         rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
         pin_option: None,
         registration: cinder.spec.identity.as_ref().map(|identity| {
-            identity::Registration::new(
+            registration_plan::Registration::new(
                 identity,
                 crate::cinder::profile::SERVICE,
                 name,

@@ -12,7 +12,7 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
     ENV_DATABASE_CONNECTION, SecretEnv, ServiceModel, WorkloadModel,
 };
-use ratchet_operator::service::{identity, secret_options};
+use ratchet_operator::service::{identity, registration_plan, secret_options};
 use ratchet_operator::service::{readiness, uwsgi};
 
 /// The ConfigMap key: the name glance's WSGI application reads in its
@@ -84,7 +84,7 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
         pin_option: None,
         registration: spec.identity.as_ref().map(|identity| {
-            identity::Registration::new(
+            registration_plan::Registration::new(
                 identity,
                 crate::glance::SERVICE,
                 name,

@@ -8,7 +8,7 @@ use super::{CONFIG_DIR, config};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
 use ratchet_operator::service::readiness::{self, OWN_HOSTNAME};
-use ratchet_operator::service::{identity, secret_options};
+use ratchet_operator::service::{identity, registration_plan, secret_options};
 
 pub const CONFIG_FILE: &str = "ironic.conf";
 pub const API_PORT: i32 = 6385;
@@ -84,7 +84,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
         pin_option: Some(config::PIN_RELEASE_VERSION),
         registration: spec.identity.as_ref().map(|identity| {
-            identity::Registration::new(
+            registration_plan::Registration::new(
                 identity,
                 crate::ironic::SERVICE,
                 name,

@@ -10,7 +10,7 @@ use super::profile::CONFIG_DIR;
 use crate::placement::v1alpha1::Placement;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{SecretEnv, ServiceModel, WorkloadModel};
-use ratchet_operator::service::{identity, readiness, secret_options, uwsgi};
+use ratchet_operator::service::{identity, readiness, registration_plan, secret_options, uwsgi};
 
 pub const API_PORT: i32 = 8778;
 /// Placement's type in Keystone's catalogue.
@@ -69,7 +69,7 @@ pub fn model(placement: &Placement, name: &str) -> ServiceModel {
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
         pin_option: None,
         registration: spec.identity.as_ref().map(|identity| {
-            identity::Registration::new(
+            registration_plan::Registration::new(
                 identity,
                 crate::placement::SERVICE,
                 name,

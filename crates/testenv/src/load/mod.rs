@@ -466,7 +466,7 @@ pub async fn start_for(
 /// The user `service`'s client logs in as, made in the Keystone at
 /// `keystone` by its admin: a `member` of the project `demo` for the
 /// services a cloud's users call (Cinder, Glance), an `admin` of the system
-/// for Ironic, whose node registration_plan asks `system_scope:all`, and for
+/// for Ironic, whose node enrolment asks `system_scope:all`, and for
 /// Placement the `service` role in project `service`, as Nova's services
 /// call it (its policies ask a project-scoped `admin` or `service`). `None`
 /// for a service without a client that logs in.

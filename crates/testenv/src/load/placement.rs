@@ -209,39 +209,47 @@ impl Worker {
         {
             self.outcome.allocated.insert(consumer, provider);
         }
-        // An earlier claim, read back as a scheduler would.
-        let kept: Vec<String> = self.outcome.allocated.keys().cloned().collect();
-        if let Some(earlier) = kept.get(round as usize * 7 % kept.len().max(1)) {
-            self.check_allocation(earlier).await;
+        // An earlier claim, read back as a scheduler would (a failure is tallied).
+        let kept = self.outcome.allocated.len().max(1);
+        let earlier = self.outcome.allocated.keys().nth(round as usize * 7 % kept);
+        if let Some(earlier) = earlier.cloned() {
+            let _ = self.check_allocation(&earlier).await;
         }
+        let oldest = self.outcome.allocated.keys().next().cloned();
         if round.is_multiple_of(4)
-            && let Some(oldest) = kept.first()
+            && let Some(oldest) = oldest
             && self
                 .call(Method::DELETE, &format!("/allocations/{oldest}"), None, 204)
                 .await
                 .is_some()
         {
-            self.outcome.allocated.remove(oldest);
-            self.outcome.deleted.push(oldest.clone());
+            self.outcome.allocated.remove(&oldest);
+            self.outcome.deleted.push(oldest);
         }
     }
 
-    /// Reads `consumer`'s allocation: a failure when it is not the claim made.
-    async fn check_allocation(&self, consumer: &str) -> Option<String> {
-        let expected = self.outcome.allocated.get(consumer)?;
-        let found = self
+    /// Reads `consumer`'s allocation back: why it is not the claim made, if
+    /// it is not (a claim read back wrong also fails its request).
+    async fn check_allocation(&self, consumer: &str) -> Result<(), String> {
+        let Some(expected) = self.outcome.allocated.get(consumer) else {
+            return Err(format!("allocation of {consumer} was never acknowledged"));
+        };
+        let Some(found) = self
             .call(Method::GET, &format!("/allocations/{consumer}"), None, 200)
-            .await?;
+            .await
+        else {
+            return Err(format!("allocation of {consumer} not read back"));
+        };
         let held = &found["allocations"][expected]["resources"];
         let intact = CLAIM
             .iter()
             .all(|(class, amount)| held[*class].as_u64() == Some(*amount));
         if intact {
-            return None;
+            return Ok(());
         }
         let failure = format!("allocation of {consumer} on {expected}: {found}");
         self.session.fail_last(failure.clone());
-        Some(failure)
+        Err(failure)
     }
 
     async fn run(
@@ -262,12 +270,8 @@ impl Worker {
         let mut lost = Vec::new();
         let kept: Vec<String> = self.outcome.allocated.keys().cloned().collect();
         for consumer in kept {
-            if let Some(failure) = self.check_allocation(&consumer).await {
-                lost.push(failure);
-            } else if self.session.last_failure().is_empty() {
-                continue;
-            } else {
-                lost.push(format!("allocation of {consumer} not read back"));
+            if let Err(why) = self.check_allocation(&consumer).await {
+                lost.push(why);
             }
         }
         for consumer in self.outcome.deleted.clone() {
