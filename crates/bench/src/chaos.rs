@@ -117,7 +117,7 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
     ratchet_operator::install::ensure_example_secrets::<Services>(&client, NS).await?;
     let mut operator = Operator::start(cluster.kubeconfig_path())?;
     let witness = Witness::start::<Cinder>(&client, NS);
-    let expected = expected_upgrade(&Cinder::profile());
+    let expected = expected_upgrade(&Cinder::profile(), &[]);
     let phases = expected.0.clone();
     let mut moments = Moments::seeded(args.seed);
 

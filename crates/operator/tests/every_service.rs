@@ -20,7 +20,6 @@ use ratchet_operator::service::plan::start_patch;
 use ratchet_operator::testing::witness::{
     Witness, event_counts, expected_upgrade, settled, violations,
 };
-use ratchet_phase_machine::Step;
 use ratchet_services::{Registry, Services};
 use ratchet_testenv::wait::until;
 use ratchet_testenv::{Behaviour, PodSelector};
@@ -62,12 +61,11 @@ async fn install_and_upgrade<S: OpenStackService>(h: &Harness) -> Result<()> {
     let object: S = serde_json::from_value(example.manifest)?;
     // A check the profile reports exits as the real wrapper says it does.
     let profile = S::profile();
-    for phase in &profile.phases {
-        if let Step::Job { template, .. } = &phase.step
-            && let Some((exit, message)) = template.check_result(0)
-        {
+    let groups = object.model(name).job_group_names();
+    for run in profile.phase_job_runs(&groups) {
+        if let Some((exit, message)) = run.template.check_result(0) {
             h.env.scenarios().add(
-                PodSelector::workload(h.name(), &format!("{name}-{}", template.suffix)),
+                PodSelector::workload(h.name(), &format!("{name}-{}", run.key())),
                 Behaviour::always_exit(exit, message),
             );
         }
@@ -105,7 +103,12 @@ async fn install_and_upgrade<S: OpenStackService>(h: &Harness) -> Result<()> {
     .await?;
 
     let counts = event_counts(&h.client, h.name(), name).await?;
-    let broken = violations(&witness.seen(), name, &expected_upgrade(&profile), &counts);
+    let broken = violations(
+        &witness.seen(),
+        name,
+        &expected_upgrade(&profile, &groups),
+        &counts,
+    );
     ensure!(broken.is_empty(), "{name}: {broken:?}");
     ensure!(
         key_secrets(h, name).await? == keys,

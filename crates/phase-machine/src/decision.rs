@@ -23,6 +23,8 @@ pub enum JobAction {
     /// existing one with another spec hash (Jobs are immutable).
     Ensure {
         suffix: String,
+        /// The Job group it runs for (its Secrets), if its template runs per group.
+        group: Option<String>,
         image: String,
         command: Vec<String>,
         spec_hash: String,

@@ -3,6 +3,7 @@
 //! status, events, Jobs, workloads, and whether to retry. A service plugs in
 //! through a [`Profile`]; the machine is never copied per service.
 
+mod chain;
 pub mod conditions;
 pub mod decision;
 pub mod hash;
@@ -22,7 +23,8 @@ pub use observe::{
     Rollout, SpecView, StatusView, WorkloadId,
 };
 pub use profile::{
-    ExitReason, JobTemplate, Phase, Pin, Profile, SchemaPending, Step, UpgradeCheck,
+    ExitReason, JobRun, JobTemplate, Phase, Pin, Profile, SchemaPending, Step, UpgradeCheck,
+    job_runs,
 };
 use upgrade::Pass;
 

@@ -143,8 +143,12 @@ pub struct Observed {
     /// collector removed them, orphaned Jobs still running. Nothing advances
     /// while any is there.
     pub children_in_the_way: Vec<String>,
-    /// The resource's Jobs by suffix (`db-sync`, ...).
+    /// The resource's Jobs by key, the suffix of their names (`db-sync`,
+    /// `db-sync-cell1`, ...).
     pub jobs: BTreeMap<String, ObservedJob>,
+    /// The Job groups the resource declares, in order (e.g. Nova's cells): a
+    /// per-group Job template runs once for each.
+    pub job_groups: Vec<String>,
     /// Workloads that exist, by name.
     pub workloads: BTreeMap<String, ObservedWorkload>,
     /// Workloads the spec asks for, in roll order.

@@ -1,7 +1,11 @@
 //! What a service plugs into the machine: its Jobs, its upgrade phases and how
 //! its workloads move. The machine is the same for every service.
 
-/// A Job the machine may run, named `<resource>-<suffix>`.
+use crate::decision::JobAction;
+use crate::hash::job_spec_hash;
+
+/// A Job the machine may run, named `<resource>-<suffix>` (per group:
+/// `<resource>-<suffix>-<group>`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobTemplate {
     pub suffix: &'static str,
@@ -20,6 +24,80 @@ pub struct JobTemplate {
     /// The upgrade check the Job runs in the shared wrapper, whose exit code
     /// its termination message carries, reported once per Job.
     pub check: Option<UpgradeCheck>,
+    /// Whether it runs once per Job group the resource declares (e.g. each
+    /// Nova cell's schema), one group after another, as Job
+    /// `<resource>-<suffix>-<group>` with that group's Secrets; otherwise once,
+    /// as `<resource>-<suffix>`.
+    pub per_group: bool,
+}
+
+/// One Job a template stands for: the template once, or for one group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobRun<'a> {
+    pub template: &'a JobTemplate,
+    pub group: Option<&'a str>,
+}
+
+impl JobRun<'_> {
+    /// The Job's key among the resource's Jobs: the suffix of its name.
+    pub fn key(&self) -> String {
+        match self.group {
+            Some(group) => format!("{}-{group}", self.template.suffix),
+            None => self.template.suffix.to_string(),
+        }
+    }
+
+    /// Its pod-spec hash on `image` with the configuration `config_hash`: a
+    /// group's Job is another Job than the same template's for another group.
+    pub fn spec_hash(&self, image: &str, config_hash: &str) -> String {
+        match self.group {
+            Some(group) => job_spec_hash(
+                image,
+                &self.template.command,
+                &format!("{config_hash}\0group={group}"),
+            ),
+            None => job_spec_hash(image, &self.template.command, config_hash),
+        }
+    }
+
+    /// The action that makes the Job exist with that hash.
+    pub fn ensure(&self, image: &str, spec_hash: String) -> JobAction {
+        let t = self.template;
+        JobAction::Ensure {
+            suffix: self.key(),
+            group: self.group.map(str::to_string),
+            image: image.to_string(),
+            command: t.command.clone(),
+            spec_hash,
+            backoff_limit: t.backoff_limit(),
+            fail_fast_exit_codes: t.fail_fast_exit_codes.clone(),
+        }
+    }
+}
+
+/// The Jobs `templates` stand for, in the order they run: each template's
+/// (once, or per group in the groups' order) before the next template's.
+pub fn job_runs<'a>(templates: &'a [JobTemplate], groups: &'a [String]) -> Vec<JobRun<'a>> {
+    templates
+        .iter()
+        .flat_map(|template| {
+            let runs: Vec<JobRun<'a>> = if template.per_group {
+                groups
+                    .iter()
+                    .map(|g| JobRun {
+                        template,
+                        group: Some(g.as_str()),
+                    })
+                    .collect()
+            } else {
+                vec![JobRun {
+                    template,
+                    group: None,
+                }]
+            };
+            runs
+        })
+        .collect()
 }
 
 /// An oslo.upgradecheck command run by the check wrapper.
@@ -60,10 +138,11 @@ pub enum Pin {
 /// What a phase does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Run a Job on the target image; the phase ends when it succeeds.
-    Job {
-        template: JobTemplate,
-        /// DatabaseReady's reason and Warning event when it fails permanently.
+    /// Run Jobs on the target image, one after another ([`job_runs`]); the
+    /// phase ends when the last succeeds.
+    Jobs {
+        templates: Vec<JobTemplate>,
+        /// DatabaseReady's reason and Warning event when one fails permanently.
         failed_reason: &'static str,
     },
     /// Roll every workload, in roll order, onto the target image, each gated on
@@ -96,9 +175,9 @@ impl Phase {
             name: "Expanding",
             in_progress_reason: "ExpandInProgress",
             complete_event: Some("ExpandComplete"),
-            step: Step::Job {
+            step: Step::Jobs {
                 failed_reason: "ExpandFailed",
-                template,
+                templates: vec![template],
             },
             abortable: true,
             abort_caution: None,
@@ -112,9 +191,9 @@ impl Phase {
             name: "Migrating",
             in_progress_reason: "MigrateInProgress",
             complete_event: Some("MigrateComplete"),
-            step: Step::Job {
+            step: Step::Jobs {
                 failed_reason: "MigrateFailed",
-                template,
+                templates: vec![template],
             },
             abortable: true,
             abort_caution: None,
@@ -129,12 +208,30 @@ impl Phase {
             name: "Contracting",
             in_progress_reason: "ContractInProgress",
             complete_event: None,
-            step: Step::Job {
+            step: Step::Jobs {
                 failed_reason: "ContractFailed",
-                template,
+                templates: vec![template],
             },
             abortable: true,
             abort_caution: Some(caution),
+        }
+    }
+
+    /// The same phase with `template` run after its Jobs (e.g. each cell's
+    /// schema after the API database's). A roll phase runs no Jobs: it is
+    /// returned unchanged.
+    pub fn then(mut self, template: JobTemplate) -> Phase {
+        if let Step::Jobs { templates, .. } = &mut self.step {
+            templates.push(template);
+        }
+        self
+    }
+
+    /// The Jobs this phase runs (none for a roll).
+    pub fn templates(&self) -> &[JobTemplate] {
+        match &self.step {
+            Step::Jobs { templates, .. } => templates,
+            Step::Roll { .. } => &[],
         }
     }
 
@@ -157,8 +254,9 @@ impl Phase {
 pub struct Profile {
     /// Lower-case service name, used in messages (`cinder`).
     pub service: &'static str,
-    /// The steady-state schema sync (fresh install and patch bumps).
-    pub db_sync: JobTemplate,
+    /// The steady-state schema sync (fresh install and patch bumps), one Job
+    /// after another ([`job_runs`]).
+    pub db_sync: Vec<JobTemplate>,
     /// Upgrade phases in order; the installed release is promoted after the last.
     pub phases: Vec<Phase>,
     /// Replicas each workload needs for a rolling upgrade with minimal downtime;
@@ -322,15 +420,22 @@ impl Profile {
         }
     }
 
-    /// Suffixes of every phase Job (deleted on abort and before a new upgrade).
-    pub fn phase_job_suffixes(&self) -> Vec<&'static str> {
+    /// Every phase Job with these groups, phase after phase.
+    pub fn phase_job_runs<'a>(&'a self, groups: &'a [String]) -> Vec<JobRun<'a>> {
         self.phases
             .iter()
-            .filter_map(|p| match &p.step {
-                Step::Job { template: job, .. } => Some(job.suffix),
-                Step::Roll { .. } => None,
-            })
+            .flat_map(|p| job_runs(p.templates(), groups))
             .collect()
+    }
+
+    /// The template behind the Job of key `key` (a sync or phase Job), with
+    /// these groups.
+    pub fn template_of<'a>(&'a self, key: &str, groups: &'a [String]) -> Option<&'a JobTemplate> {
+        job_runs(&self.db_sync, groups)
+            .into_iter()
+            .chain(self.phase_job_runs(groups))
+            .find(|run| run.key() == key)
+            .map(|run| run.template)
     }
 }
 

@@ -147,6 +147,7 @@ pub fn job(obs: &Observed) -> Option<JobAction> {
     }
     Some(JobAction::Ensure {
         suffix: SUFFIX.to_string(),
+        group: None,
         image: registration.image.clone(),
         command: command.clone(),
         spec_hash: registration.spec_hash()?,

@@ -7,7 +7,7 @@ use crate::decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
 use crate::observe::{JobOutcome, Observed, ObservedWorkload, WorkloadId};
-use crate::profile::{Profile, Step};
+use crate::profile::Profile;
 use crate::vocabulary::{condition, event, reason};
 
 /// A refusal to advance: the DatabaseReady reason and message.
@@ -183,24 +183,24 @@ pub fn serving(obs: &Observed) -> bool {
 /// reported yet. Exit 0 or an unreadable code is a completed check; 1 and 2 are
 /// warnings, never failures. The event names the checks that failed or warned.
 pub fn check_report(profile: &Profile, obs: &Observed) -> Option<CheckReport> {
-    profile.phases.iter().find_map(|phase| {
-        let Step::Job { template: job, .. } = &phase.step else {
-            return None;
-        };
-        if !job.reports_check() {
-            return None;
-        }
-        let observed = obs.jobs.get(job.suffix)?;
-        if observed.outcome != JobOutcome::Succeeded
-            || obs.reported_check_job.as_deref() == Some(observed.uid.as_str())
-        {
-            return None;
-        }
-        Some(CheckReport {
-            job_uid: observed.uid.clone(),
-            event: check_event(profile.service, observed.termination_message.as_deref()),
+    profile
+        .phase_job_runs(&obs.job_groups)
+        .into_iter()
+        .find_map(|run| {
+            if !run.template.reports_check() {
+                return None;
+            }
+            let observed = obs.jobs.get(&run.key())?;
+            if observed.outcome != JobOutcome::Succeeded
+                || obs.reported_check_job.as_deref() == Some(observed.uid.as_str())
+            {
+                return None;
+            }
+            Some(CheckReport {
+                job_uid: observed.uid.clone(),
+                event: check_event(profile.service, observed.termination_message.as_deref()),
+            })
         })
-    })
 }
 
 /// The event reporting a tolerated check from its wrapper's termination message.

@@ -4,11 +4,11 @@
 
 use ratchet_release::StepRefusal;
 
+use crate::chain::{self, Chain};
 use crate::conditions::Verdict;
-use crate::decision::{JobAction, Outcome};
-use crate::hash::job_spec_hash;
-use crate::observe::{JobOutcome, Observed};
-use crate::profile::{Profile, Step};
+use crate::decision::Outcome;
+use crate::observe::Observed;
+use crate::profile::{Profile, job_runs};
 use crate::registration;
 use crate::shared::{
     Blocked, Draft, WorkloadParams, blocked, lockstep, parse_installed, parse_spec,
@@ -46,14 +46,10 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
     secrets_present(obs)?;
 
     let image_ref = image.to_string();
-    let sync = &profile.db_sync;
-    let spec_hash = job_spec_hash(&image_ref, &sync.command, &obs.config_hash);
-    let current = obs
-        .jobs
-        .get(sync.suffix)
-        .filter(|j| j.spec_hash == spec_hash);
-    let (database, synced, failure) = match current.map(|j| (&j.outcome, j.exit_code)) {
-        Some((JobOutcome::Succeeded, _)) => (
+    let runs = job_runs(&profile.db_sync, &obs.job_groups);
+    let sync = chain::look(&runs, obs, &image_ref, &obs.config_hash);
+    let (database, synced, failure) = match &sync.state {
+        Chain::Done => (
             Verdict::yes(
                 reason::DATABASE_SYNCED,
                 format!("schema synced to {release} with {image_ref}"),
@@ -62,12 +58,12 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
             true,
             None,
         ),
-        Some((JobOutcome::Failed { message }, exit_code)) => {
-            let special = sync.exit_reason(exit_code);
+        Chain::Failed { run, job, message } => {
+            let special = run.template.exit_reason(job.exit_code);
             let text = format!(
                 "{}-{} failed on {image_ref}: {message}; {}fix the cause, then change the spec or delete the Job to retry",
                 profile.service,
-                sync.suffix,
+                run.key(),
                 special
                     .map(|r| format!("{}; ", r.explanation))
                     .unwrap_or_default()
@@ -82,36 +78,37 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
                 Some(text),
             )
         }
-        Some((JobOutcome::Running, _)) | None if upgraded_with(profile, obs, &image_ref) => (
+        Chain::Waiting(_) if upgraded_with(profile, obs, &image_ref) => (
             Verdict::yes(
                 reason::DATABASE_SYNCED,
                 format!(
-                    "schema upgraded to {release} with {image_ref}; {}-{} confirms it",
-                    profile.service, sync.suffix
+                    "schema upgraded to {release} with {image_ref}; {} confirms it",
+                    chain::names(profile.service, &runs)
                 ),
             )
             .notify(),
             true,
             None,
         ),
-        Some((JobOutcome::Running, _)) | None => (
+        Chain::Waiting(run) => (
             Verdict::no(
                 reason::DB_SYNC_IN_PROGRESS,
-                format!("syncing the schema to {release} with {image_ref}"),
+                match runs.len() {
+                    1 => format!("syncing the schema to {release} with {image_ref}"),
+                    n => format!(
+                        "syncing the schema to {release} with {image_ref}: {}-{} ({} of {n})",
+                        profile.service,
+                        run.key(),
+                        runs.iter().position(|r| r == run).map_or(n, |i| i + 1)
+                    ),
+                },
             ),
             false,
             None,
         ),
     };
-    let sync_done = current.is_some_and(|j| j.outcome == JobOutcome::Succeeded);
-    let mut jobs = vec![JobAction::Ensure {
-        suffix: sync.suffix.to_string(),
-        image: image_ref.clone(),
-        command: sync.command.clone(),
-        spec_hash,
-        backoff_limit: sync.backoff_limit(),
-        fail_fast_exit_codes: sync.fail_fast_exit_codes.clone(),
-    }];
+    let sync_done = matches!(sync.state, Chain::Done);
+    let mut jobs = sync.ensures;
     jobs.extend(registration::job(obs));
     let registered = registration::registered(obs);
 
@@ -198,14 +195,11 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
 /// every upgrade). A patch bump's new image, or an abort (which deletes the
 /// phase Jobs), has no such Job: its sync is waited for.
 fn upgraded_with(profile: &Profile, obs: &Observed, image: &str) -> bool {
-    let last_job = profile.phases.iter().rev().find_map(|p| match &p.step {
-        Step::Job { template, .. } => Some(template),
-        Step::Roll { .. } => None,
-    });
-    last_job.is_some_and(|t| {
-        obs.jobs.get(t.suffix).is_some_and(|j| {
-            j.outcome == JobOutcome::Succeeded
-                && j.spec_hash == job_spec_hash(image, &t.command, "")
-        })
-    })
+    profile
+        .phases
+        .iter()
+        .rev()
+        .map(|p| job_runs(p.templates(), &obs.job_groups))
+        .find(|runs| !runs.is_empty())
+        .is_some_and(|runs| chain::succeeded(&runs, obs, image, ""))
 }

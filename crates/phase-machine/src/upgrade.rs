@@ -3,11 +3,11 @@
 
 use ratchet_release::{ImageRef, Release};
 
+use crate::chain::{self, Chain};
 use crate::conditions::Verdict;
 use crate::decision::{Decision, Event, EventType, JobAction, Outcome, WorkloadAction};
-use crate::hash::job_spec_hash;
-use crate::observe::{JobOutcome, Observed};
-use crate::profile::{Phase, Pin, Profile, Step};
+use crate::observe::Observed;
+use crate::profile::{JobRun, Phase, Pin, Profile, Step, job_runs};
 use crate::shared::{
     Blocked, Draft, WorkloadParams, all_rolled_out, blocked, lockstep, parse_installed, parse_spec,
     removed_workloads, secrets_present,
@@ -25,12 +25,11 @@ fn normal(reason: &str, message: String) -> Event {
 /// Delete actions for every phase Job that exists.
 fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
     profile
-        .phase_job_suffixes()
-        .into_iter()
-        .filter(|s| obs.jobs.contains_key(*s))
-        .map(|s| JobAction::Delete {
-            suffix: s.to_string(),
-        })
+        .phase_job_runs(&obs.job_groups)
+        .iter()
+        .map(JobRun::key)
+        .filter(|key| obs.jobs.contains_key(key))
+        .map(|suffix| JobAction::Delete { suffix })
         .collect()
 }
 
@@ -39,20 +38,14 @@ fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
 /// that read a stale resource repeats the initiation) and is kept.
 fn delete_stale_phase_jobs(profile: &Profile, obs: &Observed, image: &str) -> Vec<JobAction> {
     profile
-        .phases
+        .phase_job_runs(&obs.job_groups)
         .iter()
-        .filter_map(|p| match &p.step {
-            Step::Job { template: t, .. } => Some(t),
-            Step::Roll { .. } => None,
-        })
-        .filter(|t| {
+        .filter(|run| {
             obs.jobs
-                .get(t.suffix)
-                .is_some_and(|j| j.spec_hash != job_spec_hash(image, &t.command, ""))
+                .get(&run.key())
+                .is_some_and(|j| j.spec_hash != run.spec_hash(image, ""))
         })
-        .map(|t| JobAction::Delete {
-            suffix: t.suffix.to_string(),
-        })
+        .map(|run| JobAction::Delete { suffix: run.key() })
         .collect()
 }
 
@@ -250,56 +243,49 @@ fn advance(
             .rev()
             .find_map(|p| match p.step {
                 Step::Roll { pin } => Some(roll_params(&image_ref, installed, pin)),
-                Step::Job { .. } => None,
+                Step::Jobs { .. } => None,
             });
     while let Some(phase) = profile.phases.get(index) {
         match &phase.step {
-            Step::Job {
-                template,
+            Step::Jobs {
+                templates,
                 failed_reason,
             } => {
-                let spec_hash = job_spec_hash(&image_ref, &template.command, "");
-                jobs.push(JobAction::Ensure {
-                    suffix: template.suffix.to_string(),
-                    image: image_ref.clone(),
-                    command: template.command.clone(),
-                    spec_hash: spec_hash.clone(),
-                    backoff_limit: template.backoff_limit(),
-                    fail_fast_exit_codes: template.fail_fast_exit_codes.clone(),
-                });
-                let current = obs
-                    .jobs
-                    .get(template.suffix)
-                    .filter(|j| j.spec_hash == spec_hash);
-                match current.map(|j| (&j.outcome, j.exit_code)) {
-                    Some((JobOutcome::Succeeded, _)) => {
+                let runs = job_runs(templates, &obs.job_groups);
+                let look = chain::look(&runs, obs, &image_ref, "");
+                jobs.extend(look.ensures);
+                match look.state {
+                    Chain::Done => {
                         if let Some(reason) = phase.complete_event {
                             events.push(normal(
                                 reason,
                                 format!(
-                                    "{span}: {}-{} succeeded",
-                                    profile.service, template.suffix
+                                    "{span}: {} succeeded",
+                                    chain::names(profile.service, &runs)
                                 ),
                             ));
                         }
                         index += 1;
                     }
-                    Some((JobOutcome::Failed { message }, exit_code)) => {
-                        let special = template.exit_reason(exit_code);
+                    Chain::Failed { run, job, message } => {
+                        let special = run.template.exit_reason(job.exit_code);
                         let (why, explanation) = match special {
                             Some(r) => (r.reason, format!("{}; ", r.explanation)),
                             None => (*failed_reason, String::new()),
                         };
                         // What the pod itself said (e.g. the failed checks' names).
-                        let said = current
-                            .and_then(|j| j.termination_message.as_deref())
+                        let said = job
+                            .termination_message
+                            .as_deref()
                             .map(str::trim)
                             .filter(|m| !m.is_empty())
                             .map(|m| format!("; its pod said: {m}"))
                             .unwrap_or_default();
                         let text = format!(
                             "{span}: {}-{} failed in {} ({message}{said}); {explanation}fix the cause, then delete the Job or change the image to retry",
-                            profile.service, template.suffix, phase.name
+                            profile.service,
+                            run.key(),
+                            phase.name
                         );
                         return Draft {
                             installed_release: installed.to_string(),
@@ -319,7 +305,8 @@ fn advance(
                         .finish(profile, obs)
                         .into();
                     }
-                    Some((JobOutcome::Running, _)) | None => {
+                    Chain::Waiting(run) => {
+                        let group = run.group.map(|g| format!(" for {g}")).unwrap_or_default();
                         return Draft {
                             installed_release: installed.to_string(),
                             target_release: target.to_string(),
@@ -328,9 +315,9 @@ fn advance(
                             database: Verdict::no(
                                 phase.in_progress_reason,
                                 format!(
-                                    "{span}: {} running {} on {image_ref}",
+                                    "{span}: {} running {}{group} on {image_ref}",
                                     phase.name,
-                                    template.command.join(" ")
+                                    run.template.command.join(" ")
                                 ),
                             ),
                             deployments: deployments_verdict(obs),

@@ -57,13 +57,26 @@ fn release_choice(w: &World, choice: u8) -> String {
         .unwrap_or_else(|| "20x6.1".into())
 }
 
-fn job_suffixes(w: &World) -> Vec<&'static str> {
-    let mut all = vec![w.profile.db_sync.suffix];
-    all.extend(w.profile.phase_job_suffixes());
+fn job_keys(w: &World) -> Vec<String> {
+    let groups = &w.obs.job_groups;
+    let mut all: Vec<String> = job_runs(&w.profile.db_sync, groups)
+        .iter()
+        .chain(&w.profile.phase_job_runs(groups))
+        .map(JobRun::key)
+        .collect();
     if w.obs.registration.is_some() {
-        all.push(registration::SUFFIX);
+        all.push(registration::SUFFIX.to_string());
     }
     all
+}
+
+/// Whether every Job of `runs` succeeded in `obs`.
+fn all_succeeded(obs: &Observed, runs: &[JobRun]) -> bool {
+    runs.iter().all(|run| {
+        obs.jobs
+            .get(&run.key())
+            .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
+    })
 }
 
 fn phase_index(profile: &Profile, name: &str) -> Option<usize> {
@@ -84,28 +97,46 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
             d.workloads
         );
     }
-    let phase_suffixes = profile.phase_job_suffixes();
+    let groups = &before.job_groups;
+    let phase_runs = profile.phase_job_runs(groups);
+    let phase_keys: Vec<String> = phase_runs.iter().map(JobRun::key).collect();
+    let sync_runs = job_runs(&profile.db_sync, groups);
+
+    // A chain's Job is created only after every Job before it succeeded.
+    let chains = std::iter::once(sync_runs.clone()).chain(
+        profile
+            .phases
+            .iter()
+            .map(|p| job_runs(p.templates(), groups)),
+    );
+    for chain in chains {
+        for (i, run) in chain.iter().enumerate() {
+            let ensured = d
+                .jobs
+                .iter()
+                .any(|a| matches!(a, JobAction::Ensure { suffix, .. } if *suffix == run.key()));
+            prop_assert!(
+                !ensured || all_succeeded(before, &chain[..i]),
+                "{} created before the Jobs ahead of it succeeded",
+                run.key()
+            );
+        }
+    }
 
     // installedRelease changes only after a fresh-install db-sync or the last phase's Job succeeded.
     if now.installed_release != was.installed_release {
         let fresh = was.installed_release.is_empty()
             && was.phase.is_empty()
-            && before
-                .jobs
-                .get(profile.db_sync.suffix)
-                .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
+            && all_succeeded(before, &sync_runs)
             && now.installed_release == before.spec.release;
-        let last_job = profile.phases.last().and_then(|p| match &p.step {
-            Step::Job { template: j, .. } => Some(j.suffix),
-            Step::Roll { .. } => None,
-        });
+        let last_jobs = profile
+            .phases
+            .last()
+            .map(|p| job_runs(p.templates(), groups))
+            .unwrap_or_default();
         let contracted = !was.phase.is_empty()
-            && last_job.is_some_and(|s| {
-                before
-                    .jobs
-                    .get(s)
-                    .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
-            })
+            && !last_jobs.is_empty()
+            && all_succeeded(before, &last_jobs)
             && now.installed_release == was.target_release;
         prop_assert!(
             fresh || contracted,
@@ -123,16 +154,11 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
     {
         prop_assert!(to >= from, "phase went back {} → {}", was.phase, now.phase);
         for passed in &profile.phases[from..to] {
-            if let Step::Job { template: j, .. } = &passed.step {
-                prop_assert!(
-                    before
-                        .jobs
-                        .get(j.suffix)
-                        .is_some_and(|x| x.outcome == JobOutcome::Succeeded),
-                    "left {} without its Job succeeding",
-                    passed.name
-                );
-            }
+            prop_assert!(
+                all_succeeded(before, &job_runs(passed.templates(), groups)),
+                "left {} without its Jobs succeeding",
+                passed.name
+            );
         }
     }
     if was.phase.is_empty() && !now.phase.is_empty() {
@@ -146,7 +172,7 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
     // Phase Jobs run the spec image, which names the target release.
     for action in &d.jobs {
         if let JobAction::Ensure { suffix, image, .. } = action
-            && phase_suffixes.contains(&suffix.as_str())
+            && phase_keys.contains(suffix)
         {
             let spec_image = format!(
                 "{}:{}",
@@ -228,7 +254,7 @@ fn restarts(before: &Observed, d: &Decision, workload: &WorkloadId) -> bool {
 }
 
 fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
-    let suffixes = job_suffixes(&w);
+    let suffixes = job_keys(&w);
     let names: Vec<String> = w
         .obs
         .desired_workloads
@@ -260,10 +286,10 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                     _ => Script::Succeed { message: None },
                 };
                 w.scripts
-                    .insert(suffixes[j as usize % suffixes.len()].to_string(), script);
+                    .insert(suffixes[j as usize % suffixes.len()].clone(), script);
             }
             Action::DeleteJob(j) => {
-                w.obs.jobs.remove(suffixes[j as usize % suffixes.len()]);
+                w.obs.jobs.remove(&suffixes[j as usize % suffixes.len()]);
             }
             Action::Hang(i) => {
                 w.hanging.insert(names[i as usize % names.len()].clone());
@@ -306,6 +332,27 @@ proptest! {
     fn every_profile_s_invariants(actions in proptest::collection::vec(action(), 1..80)) {
         for profile in Services::profiles() {
             let mut w = World::new(profile, "2026.1", "2026.1", &[("first", true), ("last", false)]);
+            w.settle();
+            run(w, actions.clone())?;
+        }
+    }
+
+    /// Every profile widened with per-group Jobs (Nova's cells): in the sync,
+    /// in any set of phases, for one to three groups.
+    #[test]
+    fn grouped_profile_invariants(
+        actions in proptest::collection::vec(action(), 1..80),
+        mask in any::<u8>(),
+        groups in 1usize..4,
+    ) {
+        for profile in Services::profiles() {
+            let mut w = World::new(
+                World::grouped(profile, mask),
+                "2026.1",
+                "2026.1",
+                &[("first", true), ("last", false)],
+            );
+            w.obs.job_groups = (0..groups).map(|g| format!("cell{g}")).collect();
             w.settle();
             run(w, actions.clone())?;
         }

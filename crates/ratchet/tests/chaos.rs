@@ -204,8 +204,8 @@ async fn verify(client: &Client, ns: &str, cinders: &Witness, ironics: &Witness)
     wait_settled::<Ironic>(client, ns, "i", "2026.2").await?;
     let mut broken = Vec::new();
     for (name, witness, expected) in [
-        ("c", cinders, expected_upgrade(&Cinder::profile())),
-        ("i", ironics, expected_upgrade(&Ironic::profile())),
+        ("c", cinders, expected_upgrade(&Cinder::profile(), &[])),
+        ("i", ironics, expected_upgrade(&Ironic::profile(), &[])),
     ] {
         let counts = event_counts(client, ns, name).await?;
         broken.extend(violations(&witness.seen(), name, &expected, &counts));

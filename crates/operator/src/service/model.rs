@@ -22,6 +22,29 @@ pub struct SecretEnv {
     pub source: SecretKeyRef,
 }
 
+/// The variable naming the group a per-group Job runs for.
+pub const ENV_JOB_GROUP: &str = "RATCHET_JOB_GROUP";
+
+/// A group the profile's per-group Jobs run once for, with its own Secrets
+/// (e.g. a Nova cell: its database and message bus), which replace the
+/// model's of the same variables in that group's Job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobGroup {
+    /// A DNS label: it ends the Job's name.
+    pub name: String,
+    pub secrets: Vec<SecretEnv>,
+}
+
+/// `base` without the variables `own` sets, then `own`: the Secrets of a
+/// workload or Job group that has its own.
+pub fn with_own<'a>(
+    base: impl Iterator<Item = &'a SecretEnv>,
+    own: &'a [SecretEnv],
+) -> impl Iterator<Item = &'a SecretEnv> {
+    base.filter(|s| !own.iter().any(|o| o.env == s.env))
+        .chain(own)
+}
+
 /// A Secret of keys Ratchet creates once, when it is absent, and never
 /// rewrites (a service's own keys, e.g. Keystone's fernet keys, which every
 /// replica must share): mounted read-only at `mount_path` in every pod and Job.
@@ -81,6 +104,9 @@ pub struct WorkloadModel {
     pub resources: Option<ResourceRequirements>,
     /// Plain environment beyond the Secrets (e.g. a volume back end's name).
     pub env: Vec<(String, String)>,
+    /// Its own Secrets, replacing the model's of the same variables (a cell's
+    /// conductor reads its cell's database and message bus).
+    pub secrets: Vec<SecretEnv>,
     /// An HTTP API on this port, exposed by the Service named after the resource.
     pub api_port: Option<i32>,
     /// Whether its pods carry the installed-release annotation (the second roll).
@@ -121,6 +147,7 @@ impl WorkloadModel {
             replicas: spec.replicas_or_default(),
             resources: spec.resources.clone(),
             env: Vec::new(),
+            secrets: Vec::new(),
             api_port: Some(port),
             carries_installed_release: false,
             claims: Vec::new(),
@@ -152,6 +179,9 @@ pub struct ServiceModel {
     pub state_dir: &'static str,
     /// The database and message bus URLs.
     pub secrets: Vec<SecretEnv>,
+    /// The groups the profile's per-group Jobs run for, in order (none when
+    /// it has no such Job).
+    pub job_groups: Vec<JobGroup>,
     /// Variables from Secret keys that only the Jobs get: what no
     /// long-running process needs (Keystone's bootstrap password).
     pub job_secrets: Vec<SecretEnv>,
@@ -209,7 +239,15 @@ impl ServiceModel {
 
     /// Every variable filled from a Secret key, in a pod or a Job.
     pub fn all_secrets(&self) -> impl Iterator<Item = &SecretEnv> {
-        self.pod_secrets().chain(&self.job_secrets)
+        self.pod_secrets()
+            .chain(&self.job_secrets)
+            .chain(self.job_groups.iter().flat_map(|g| &g.secrets))
+            .chain(self.workloads.iter().flat_map(|w| &w.secrets))
+    }
+
+    /// The groups' names, in order, as the phase machine sees them.
+    pub fn job_group_names(&self) -> Vec<String> {
+        self.job_groups.iter().map(|g| g.name.clone()).collect()
     }
 
     /// The variables filled from Secret keys that every pod and Job gets.

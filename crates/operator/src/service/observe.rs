@@ -9,7 +9,7 @@ use kube::Api;
 use kube::api::ListParams;
 use ratchet_api::common::SecretKeyRef;
 use ratchet_phase_machine::{
-    JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout, Step,
+    JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout,
 };
 
 use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
@@ -142,9 +142,16 @@ pub async fn observe<S: OpenStackService>(
         }
         _ => None,
     });
+    let groups = model.job_group_names();
     let job_reads = jobs.iter().map(|(suffix, job)| {
         let mut observed = observed_job(job);
-        let details = needs_pod_details(profile, suffix, &observed, reported_check_job.as_deref());
+        let details = needs_pod_details(
+            profile,
+            &groups,
+            suffix,
+            &observed,
+            reported_check_job.as_deref(),
+        );
         async move {
             if details {
                 let (exit_code, message) =
@@ -183,6 +190,7 @@ pub async fn observe<S: OpenStackService>(
         missing_secrets,
         children_in_the_way: claims.waiting_for,
         jobs: observed_jobs,
+        job_groups: model.job_group_names(),
         workloads: observed_workloads,
         desired_workloads: model.workload_ids(),
         reported_check_job,
@@ -224,16 +232,12 @@ fn observed_job(job: &CachedJob) -> ObservedJob {
 /// failed Job whose phase maps exit codes to reasons.
 fn needs_pod_details(
     profile: &Profile,
+    groups: &[String],
     suffix: &str,
     job: &ObservedJob,
     reported: Option<&str>,
 ) -> bool {
-    let template = std::iter::once(&profile.db_sync)
-        .chain(profile.phases.iter().filter_map(|p| match &p.step {
-            Step::Job { template: t, .. } => Some(t),
-            Step::Roll { .. } => None,
-        }))
-        .find(|t| t.suffix == suffix);
+    let template = profile.template_of(suffix, groups);
     // The registration's messages say why it fails (Keystone unreachable, a
     // password refused) while the Job still retries.
     if suffix == ratchet_phase_machine::registration::SUFFIX {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use ratchet_phase_machine::{Pin, SpecView, Step};
+use ratchet_phase_machine::{Pin, SpecView, Step, job_runs};
 use ratchet_release::{ImageLayout, ImageRef, ImageRelease, Release};
 use serde_json::{Value, json};
 
@@ -119,16 +119,22 @@ pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
             spec.image_layout.pin_field()
         ));
     }
-    let workloads = object.model(&name).workload_ids();
+    let model = object.model(&name);
+    let groups = model.job_group_names();
+    let workloads = model.workload_ids();
     let roll_order: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
     for phase in &profile.phases {
         match &phase.step {
-            Step::Job { template: job, .. } => steps.push(format!(
-                "{}: Job {name}-{} runs `{}` on the {target} image",
-                phase.name,
-                job.suffix,
-                job.command.join(" ")
-            )),
+            Step::Jobs { templates, .. } => {
+                steps.extend(job_runs(templates, &groups).iter().map(|run| {
+                    format!(
+                        "{}: Job {name}-{} runs `{}` on the {target} image",
+                        phase.name,
+                        run.key(),
+                        run.template.command.join(" ")
+                    )
+                }))
+            }
             Step::Roll { pin } => {
                 let pin = match pin {
                     Pin::None => String::new(),

@@ -338,12 +338,21 @@ impl<S: OpenStackService> Pass<S> {
             match action {
                 JobAction::Ensure {
                     suffix,
+                    group,
                     image,
                     command,
                     spec_hash,
                     backoff_limit,
                     fail_fast_exit_codes,
                 } => {
+                    let group = match group {
+                        Some(name) => {
+                            Some(model.job_groups.iter().find(|g| g.name == *name).ok_or(
+                                Error::Model("a per-group Job names a group the model lacks"),
+                            )?)
+                        }
+                        None => None,
+                    };
                     let desired = render::job(
                         owner,
                         model,
@@ -355,6 +364,7 @@ impl<S: OpenStackService> Pass<S> {
                             backoff_limit: *backoff_limit,
                             fail_fast_exit_codes,
                             secrets: registration_secrets.filter(|_| suffix == REGISTRATION),
+                            group,
                         },
                     )?;
                     let live_hash = children

@@ -11,7 +11,10 @@ use kube::Resource;
 use ratchet_phase_machine::hash::content_hash;
 use serde_json::{Value, json};
 
-use super::model::{KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel, new_key};
+use super::model::{
+    ENV_JOB_GROUP, JobGroup, KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel,
+    new_key, with_own,
+};
 use crate::error::{Error, Result};
 use crate::labels;
 
@@ -127,21 +130,34 @@ fn pod_security(model: &ServiceModel, privileged: bool) -> Value {
     })
 }
 
-/// The environment every pod and Job of the model gets: variables from
-/// Secret keys, then the model's plain ones.
-fn model_env(model: &ServiceModel) -> Vec<Value> {
+/// The environment of a pod or Job of the model: variables from Secret keys
+/// (the model's, with those of the workload or Job group that has its `own`
+/// in their place), then the model's plain ones.
+fn model_env(model: &ServiceModel, own: &[SecretEnv]) -> Vec<Value> {
     let plain = model
         .env
         .iter()
         .map(|(name, value)| json!({ "name": name, "value": value }));
-    model.pod_secrets().map(secret_env).chain(plain).collect()
+    with_own(model.pod_secrets(), own)
+        .map(secret_env)
+        .chain(plain)
+        .collect()
 }
 
-/// A Job's environment: the model's, or only `secrets` and the plain variables.
-fn job_env(model: &ServiceModel, secrets: Option<&[SecretEnv]>) -> Vec<Value> {
+/// A Job's environment: the model's (its group's Secrets in place of the
+/// model's, and the group's name), or only `secrets` and the plain variables.
+fn job_env(
+    model: &ServiceModel,
+    secrets: Option<&[SecretEnv]>,
+    group: Option<&JobGroup>,
+) -> Vec<Value> {
     let Some(secrets) = secrets else {
-        let mut env = model_env(model);
+        let own = group.map_or(&[][..], |g| g.secrets.as_slice());
+        let mut env = model_env(model, own);
         env.extend(model.job_secrets.iter().map(secret_env));
+        if let Some(group) = group {
+            env.push(json!({ "name": ENV_JOB_GROUP, "value": group.name }));
+        }
         return env;
     };
     let plain = model
@@ -232,6 +248,8 @@ pub struct JobSpec<'a> {
     /// that needs neither the database nor the message bus (the registration
     /// in Keystone); `None`: the model's, and the Jobs' own.
     pub secrets: Option<&'a [SecretEnv]>,
+    /// The group a per-group Job runs for.
+    pub group: Option<&'a JobGroup>,
 }
 
 /// A phase or sync Job: runs `command` on `image` against the rendered config.
@@ -247,7 +265,7 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
         "name": suffix,
         "image": image,
         "command": command,
-        "env": job_env(model, spec.secrets),
+        "env": job_env(model, spec.secrets, spec.group),
         "volumeMounts": mounts(model),
         "securityContext": restricted_container_security(),
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -295,7 +313,7 @@ pub fn workload(
     workload: &WorkloadModel,
     params: &PodParams,
 ) -> Result<Value> {
-    let mut env = model_env(model);
+    let mut env = model_env(model, &workload.secrets);
     env.extend(
         workload
             .env

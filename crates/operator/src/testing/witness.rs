@@ -18,8 +18,8 @@ use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use ratchet_phase_machine::Profile;
 use ratchet_phase_machine::vocabulary::event;
-use ratchet_phase_machine::{Profile, Step};
 
 use crate::error::Result;
 use crate::service::caches::watch_backoff;
@@ -59,25 +59,23 @@ pub fn settled<K: Serialize>(release: &str) -> impl Fn(&K) -> bool + use<K> {
     }
 }
 
-/// A clean upgrade: phases in order, phase Job suffixes, events published once.
-pub type Expected = (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>);
+/// A clean upgrade: phases in order, phase Job keys, events published once.
+pub type Expected = (Vec<&'static str>, Vec<String>, Vec<&'static str>);
 
 /// What a clean upgrade of a service with `profile` shows: its phases in
 /// order, its phase Jobs (each created once), and the events each published
 /// once (initiation, each phase's completion, the check's report when it
-/// exits 0, completion).
-pub fn expected_upgrade(profile: &Profile) -> Expected {
+/// exits 0, completion), for a resource with these Job `groups`.
+pub fn expected_upgrade(profile: &Profile, groups: &[String]) -> Expected {
     let phases = profile.phases.iter().map(|p| p.name).collect();
-    let reports_check = profile
-        .phases
-        .iter()
-        .any(|p| matches!(&p.step, Step::Job { template, .. } if template.reports_check()));
+    let runs = profile.phase_job_runs(groups);
+    let reports_check = runs.iter().any(|run| run.template.reports_check());
     let events = std::iter::once(event::UPGRADE_INITIATED)
         .chain(profile.phases.iter().filter_map(|p| p.complete_event))
         .chain(reports_check.then_some(event::UPGRADE_CHECK_COMPLETED))
         .chain(std::iter::once(event::UPGRADE_COMPLETE))
         .collect();
-    (phases, profile.phase_job_suffixes(), events)
+    (phases, runs.iter().map(|run| run.key()).collect(), events)
 }
 
 /// The state of the workloads and pods in `namespace`, one line each, for a
@@ -332,7 +330,11 @@ mod tests {
             &[("c-db-expand", &["u1"]), ("c-db-sync", &["s1", "s2"])],
         );
         let counts = BTreeMap::from([("ExpandComplete".to_string(), 1)]);
-        let expected = (PHASES.to_vec(), vec!["db-expand"], vec!["ExpandComplete"]);
+        let expected = (
+            PHASES.to_vec(),
+            vec!["db-expand".to_string()],
+            vec!["ExpandComplete"],
+        );
         assert!(violations(&s, "c", &expected, &counts).is_empty());
     }
 
@@ -348,7 +350,7 @@ mod tests {
         let counts = BTreeMap::from([("ExpandComplete".to_string(), 2)]);
         let expected = (
             PHASES.to_vec(),
-            vec!["db-expand"],
+            vec!["db-expand".to_string()],
             vec!["ExpandComplete", "UpgradeComplete"],
         );
         let v = violations(&s, "c", &expected, &counts);

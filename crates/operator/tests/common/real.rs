@@ -335,10 +335,11 @@ pub async fn clean_upgrade_tolerating<S: OpenStackService>(
             counts.remove(UPGRADE_CHECK_WARNINGS);
         }
     }
+    let groups = h.api::<S>().get(name).await?.model(name).job_group_names();
     let broken = violations(
         &witness.seen(),
         name,
-        &expected_upgrade(&S::profile()),
+        &expected_upgrade(&S::profile(), &groups),
         &counts,
     );
     ensure!(

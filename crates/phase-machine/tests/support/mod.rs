@@ -69,6 +69,7 @@ impl World {
                 missing_secrets: vec![],
                 children_in_the_way: vec![],
                 jobs: BTreeMap::new(),
+                job_groups: vec![],
                 workloads: BTreeMap::new(),
                 desired_workloads: workloads
                     .iter()
@@ -101,6 +102,33 @@ impl World {
                 ("c", false),
             ],
         )
+    }
+
+    /// `profile` widened the way a service with Job groups (Nova's cells)
+    /// is: a per-group Job after the steady-state sync and after the Jobs of
+    /// each phase whose bit is set in `mask`.
+    pub fn grouped(mut profile: Profile, mask: u8) -> Profile {
+        let per_group = |suffix: &'static str| JobTemplate {
+            suffix,
+            command: vec!["sync".into(), suffix.into()],
+            per_group: true,
+            ..JobTemplate::default()
+        };
+        profile.db_sync.push(per_group("cell-sync"));
+        const SUFFIXES: [&str; 8] = ["g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"];
+        profile.phases = profile
+            .phases
+            .into_iter()
+            .enumerate()
+            .map(|(i, phase)| {
+                if mask & (1 << i) == 0 {
+                    phase
+                } else {
+                    phase.then(per_group(SUFFIXES[i % SUFFIXES.len()]))
+                }
+            })
+            .collect();
+        profile
     }
 
     /// Sets release and tag together, as an upgrade or abort patch does.

@@ -8,7 +8,7 @@ use ratchet_operator::registry::{Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::WorkloadKind;
 use ratchet_operator::service::plan::start_patch;
-use ratchet_phase_machine::{JobTemplate, Profile, SpecView, Step};
+use ratchet_phase_machine::{JobRun, JobTemplate, Profile, SpecView, Step, job_runs};
 use ratchet_release::Release;
 use serde_json::Value;
 
@@ -27,6 +27,8 @@ pub struct Service {
     manifest: Value,
     shape: String,
     spec: SpecView,
+    /// The resource's Job groups (per-group Jobs run once for each).
+    job_groups: Vec<String>,
     /// The workload a stuck roll hangs: the last StatefulSet in roll order, or
     /// the last workload when there is none (an API-only service).
     stalled_workload: String,
@@ -79,7 +81,9 @@ impl Service {
                 }
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
-                let workloads = object.model(name).workloads;
+                let model = object.model(name);
+                let job_groups = model.job_group_names();
+                let workloads = model.workloads;
                 let stalled_workload = workloads
                     .iter()
                     .rfind(|w| w.kind == WorkloadKind::StatefulSet)
@@ -92,6 +96,7 @@ impl Service {
                     manifest: example.manifest,
                     shape: example.shape,
                     spec: object.spec_view(),
+                    job_groups,
                     stalled_workload,
                     authenticated,
                 })
@@ -154,14 +159,11 @@ impl Service {
     /// hits: the phase Jobs in the profile's order, then the workload to stall;
     /// empty when the service has nothing of the kind (no upgrade check).
     pub fn injected_into(&self, inject: Inject) -> String {
-        let jobs: Vec<&str> = self
-            .profile()
-            .phases
+        let jobs: Vec<String> = self
+            .profile
+            .phase_job_runs(&self.job_groups)
             .iter()
-            .filter_map(|p| match &p.step {
-                Step::Job { template, .. } => Some(template.suffix),
-                Step::Roll { .. } => None,
-            })
+            .map(JobRun::key)
             .collect();
         let job = match inject {
             Inject::FailSchema => jobs.first(),
@@ -171,26 +173,28 @@ impl Service {
             Inject::FailDataMigrations => jobs.last(),
             Inject::StuckRollout => return self.stalled_workload.clone(),
         };
-        format!("{}-{}", self.name(), job.copied().unwrap_or_default())
+        format!("{}-{}", self.name(), job.cloned().unwrap_or_default())
     }
 
     /// The phase Job that runs the upgrade check, and its template (which
     /// says what the check's wrapper writes as its termination message).
     pub fn check(&self) -> Option<(String, &JobTemplate)> {
-        self.profile().phases.iter().find_map(|p| match &p.step {
-            Step::Job { template, .. } if template.reports_check() => {
-                Some((format!("{}-{}", self.name(), template.suffix), template))
-            }
-            _ => None,
-        })
+        self.profile
+            .phase_job_runs(&self.job_groups)
+            .into_iter()
+            .find(|run| run.template.reports_check())
+            .map(|run| (format!("{}-{}", self.name(), run.key()), run.template))
     }
 
-    /// The phase Job of `phase`, if that phase runs one.
-    pub fn job_of(&self, phase: &str) -> Option<String> {
-        match &self.profile().phase(phase)?.1.step {
-            Step::Job { template, .. } => Some(format!("{}-{}", self.name(), template.suffix)),
-            Step::Roll { .. } => None,
-        }
+    /// The Jobs `phase` runs, in order (none for a roll).
+    pub fn jobs_of(&self, phase: &str) -> Vec<String> {
+        let Some((_, phase)) = self.profile.phase(phase) else {
+            return Vec::new();
+        };
+        job_runs(phase.templates(), &self.job_groups)
+            .iter()
+            .map(|run| format!("{}-{}", self.name(), run.key()))
+            .collect()
     }
 
     /// Whether DatabaseReady's `reason` says a phase (or the sync) failed for
@@ -199,12 +203,14 @@ impl Service {
     pub fn is_failure(&self, reason: &str) -> bool {
         reason == ratchet_phase_machine::vocabulary::reason::DB_SYNC_FAILED
             || self.profile().phases.iter().any(|p| match &p.step {
-                Step::Job {
-                    template,
+                Step::Jobs {
+                    templates,
                     failed_reason,
                 } => {
                     *failed_reason == reason
-                        || template.exit_reasons.iter().any(|r| r.reason == reason)
+                        || templates
+                            .iter()
+                            .any(|t| t.exit_reasons.iter().any(|r| r.reason == reason))
                 }
                 Step::Roll { .. } => false,
             })
@@ -282,7 +288,10 @@ mod tests {
             Some((0, "ironic-status upgrade check exit 1".into()))
         );
         assert_eq!(
-            ironic.job_of("OnlineMigrations").as_deref(),
+            ironic
+                .jobs_of("OnlineMigrations")
+                .last()
+                .map(String::as_str),
             Some("ironic-online-migrations")
         );
         assert!(!ironic.abortable("OnlineMigrations"));

@@ -405,9 +405,13 @@ async fn upgrade_and_recover(
         scenarios.remove(rule);
     }
     next.earlier_failure = Some(reason.clone());
-    if let Some(job) = service.job_of(&phase) {
-        Api::<Job>::namespaced(client.clone(), NAMESPACE)
-            .delete(&job, &DeleteParams::background())
+    let jobs = Api::<Job>::namespaced(client.clone(), NAMESPACE);
+    for job in service.jobs_of(&phase) {
+        // The phase's Jobs after the failed one were never created.
+        if jobs.get_opt(&job).await?.is_none() {
+            continue;
+        }
+        jobs.delete(&job, &DeleteParams::background())
             .await
             .with_context(|| format!("deleting the failed Job {job}"))?;
         println!("Deleted the failed Job {job}.");

@@ -231,15 +231,14 @@ fn unfinished(failures: &[String], outcome: &Outcome) -> State {
 /// or, for a roll, a stalled rollout.
 fn failures_in(phase: &Phase, events: &[Timed], start: f64, end: f64) -> Vec<String> {
     let failed = |reason_seen: &str| match &phase.step {
-        Step::Job {
-            template,
+        Step::Jobs {
+            templates,
             failed_reason,
         } => {
             reason_seen == *failed_reason
-                || template
-                    .exit_reasons
+                || templates
                     .iter()
-                    .any(|r| r.reason == reason_seen)
+                    .any(|t| t.exit_reasons.iter().any(|r| r.reason == reason_seen))
         }
         Step::Roll { .. } => reason_seen == reason::ROLLOUT_STALLED,
     };

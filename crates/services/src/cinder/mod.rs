@@ -244,6 +244,7 @@ mod tests {
             missing_secrets: Vec::new(),
             children_in_the_way: Vec::new(),
             jobs: BTreeMap::new(),
+            job_groups: Vec::new(),
             workloads: BTreeMap::new(),
             desired_workloads: model.workload_ids(),
             reported_check_job: None,

@@ -202,6 +202,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         replicas,
         resources,
         env,
+        secrets: Vec::new(),
         api_port: (*role == Role::Api).then_some(API_PORT),
         carries_installed_release: role.carries_installed_release(),
         claims,
@@ -242,6 +243,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
                     .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
             )
             .collect(),
+        job_groups: Vec::new(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
         env: Vec::new(),
@@ -327,6 +329,7 @@ mod tests {
                 backoff_limit: 4,
                 fail_fast_exit_codes: &[],
                 secrets: None,
+                group: None,
             },
         )
         .expect("renders");

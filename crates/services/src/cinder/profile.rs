@@ -36,7 +36,7 @@ fn job(suffix: &'static str, command: Vec<String>) -> JobTemplate {
 pub fn profile() -> Profile {
     Profile {
         service: SERVICE,
-        db_sync: job("db-sync", manage(&["db", "sync"])),
+        db_sync: vec![job("db-sync", manage(&["db", "sync"]))],
         phases: vec![
             Phase::expanding(job("db-expand", manage(&["db", "sync"]))),
             Phase::migrating(JobTemplate::upgrade_check(

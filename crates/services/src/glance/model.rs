@@ -62,6 +62,7 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
                 .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
         )
         .collect(),
+        job_groups: Vec::new(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it finds glance-api.conf here.
@@ -136,6 +137,7 @@ mod tests {
                 backoff_limit: 0,
                 fail_fast_exit_codes: &[],
                 secrets: None,
+                group: None,
             },
         )
         .expect("renders");

@@ -67,7 +67,7 @@ fn db_sync() -> JobTemplate {
 pub fn profile() -> Profile {
     Profile {
         service: SERVICE,
-        db_sync: db_sync(),
+        db_sync: vec![db_sync()],
         phases: vec![
             // Data migrations and contract may be pending until their phases.
             Phase::expanding(checked(
@@ -94,7 +94,6 @@ pub fn profile() -> Profile {
 mod tests {
     use super::*;
     use crate::shared_tests::checked_step;
-    use ratchet_phase_machine::Step;
 
     fn job_exit(template: &JobTemplate, step: i32, check: i32) -> i32 {
         checked_step::job_exit(template, "glance-manage", "db check", step, check)
@@ -102,9 +101,9 @@ mod tests {
 
     fn template(phase: &str) -> JobTemplate {
         let profile = profile();
-        match profile.phase(phase).map(|(_, p)| p.step.clone()) {
-            Some(Step::Job { template, .. }) => template,
-            other => panic!("{phase} is not a Job phase: {other:?}"),
+        match profile.phase(phase).map(|(_, p)| p.templates().to_vec()) {
+            Some(templates) if templates.len() == 1 => templates[0].clone(),
+            other => panic!("{phase} is not a one-Job phase: {other:?}"),
         }
     }
 
@@ -171,7 +170,7 @@ mod tests {
     #[test]
     fn every_pending_code_has_its_reason() {
         for phase in profile().phases {
-            if let Step::Job { template, .. } = phase.step {
+            for template in phase.templates() {
                 let explained: Vec<(i32, &str)> = template
                     .exit_reasons
                     .iter()
@@ -194,7 +193,7 @@ mod tests {
     #[test]
     fn the_sync_runs_the_whole_schema() {
         assert_eq!(
-            profile().db_sync.command[2],
+            profile().db_sync[0].command[2],
             "exec glance-manage --config-dir /etc/glance/glance.conf.d db sync"
         );
     }

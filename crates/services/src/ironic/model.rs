@@ -39,6 +39,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                     .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
             )
             .collect(),
+        job_groups: Vec::new(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         env: Vec::new(),
@@ -55,6 +56,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 replicas: spec.conductor.replicas_or_default(),
                 resources: spec.conductor.resources.clone(),
                 env: Vec::new(),
+                secrets: Vec::new(),
                 api_port: None,
                 carries_installed_release: false,
                 claims: Vec::new(),
@@ -165,6 +167,7 @@ mod tests {
                 backoff_limit: 0,
                 fail_fast_exit_codes: &[],
                 secrets: None,
+                group: None,
             },
         )
         .expect("renders");

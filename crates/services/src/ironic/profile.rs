@@ -46,15 +46,15 @@ pub const CHECK_TOLERATES: &[i32] = &[0, 1];
 pub fn profile() -> Profile {
     Profile {
         service: SERVICE,
-        db_sync: schema_upgrade("db-sync"),
+        db_sync: vec![schema_upgrade("db-sync")],
         phases: vec![
             Phase {
                 name: "DatabaseUpgrade",
                 in_progress_reason: "DBUpgradeInProgress",
                 complete_event: Some("DBUpgradeComplete"),
-                step: Step::Job {
+                step: Step::Jobs {
                     failed_reason: "DBUpgradeFailed",
-                    template: schema_upgrade("db-upgrade"),
+                    templates: vec![schema_upgrade("db-upgrade")],
                 },
                 abortable: true,
                 abort_caution: None,
@@ -63,9 +63,9 @@ pub fn profile() -> Profile {
                 name: "UpgradeCheck",
                 in_progress_reason: "UpgradeCheckInProgress",
                 complete_event: Some("UpgradeCheckComplete"),
-                step: Step::Job {
+                step: Step::Jobs {
                     failed_reason: "UpgradeCheckFailed",
-                    template: JobTemplate {
+                    templates: vec![JobTemplate {
                         exit_reasons: vec![ExitReason {
                             exit_code: 2,
                             reason: "UpgradeCheckFailed",
@@ -77,7 +77,7 @@ pub fn profile() -> Profile {
                             CONFIG_DIR,
                             CHECK_TOLERATES,
                         )
-                    },
+                    }],
                 },
                 abortable: true,
                 abort_caution: None,
@@ -106,9 +106,9 @@ pub fn profile() -> Profile {
                 complete_event: None,
                 // Exit 1 means "some progress, run again": the Job controller
                 // re-runs it, bounded by the backoff limit. 2 and 127 are final.
-                step: Step::Job {
+                step: Step::Jobs {
                     failed_reason: "OnlineMigrationsFailed",
-                    template: JobTemplate {
+                    templates: vec![JobTemplate {
                         suffix: "online-migrations",
                         command: dbsync(&["online_data_migrations"]),
                         fail_fast_exit_codes: vec![2, 127],
@@ -126,7 +126,7 @@ pub fn profile() -> Profile {
                             },
                         ],
                         ..JobTemplate::default()
-                    },
+                    }],
                 },
                 abortable: false,
                 abort_caution: None,

@@ -72,6 +72,7 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
             source: spec.database.clone(),
         }],
         // Only `keystone-manage bootstrap` (the sync Job) reads the password.
+        job_groups: Vec::new(),
         job_secrets: vec![SecretEnv {
             env: "OS_BOOTSTRAP_PASSWORD".to_string(),
             source: spec.admin_password.clone(),
@@ -141,6 +142,7 @@ mod tests {
                 backoff_limit: 0,
                 fail_fast_exit_codes: &[],
                 secrets: None,
+                group: None,
             },
         )
         .expect("renders");

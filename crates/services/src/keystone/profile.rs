@@ -61,7 +61,7 @@ fn db_sync() -> JobTemplate {
 pub fn profile() -> Profile {
     Profile {
         service: SERVICE,
-        db_sync: db_sync(),
+        db_sync: vec![db_sync()],
         phases: vec![
             // Contract migrations may be pending until Contracting.
             Phase::expanding(checked("db-expand", "--expand", &[0, 4])),
@@ -80,7 +80,6 @@ pub fn profile() -> Profile {
 mod tests {
     use super::*;
     use crate::shared_tests::checked_step;
-    use ratchet_phase_machine::Step;
 
     fn job_exit(template: &JobTemplate, step: i32, check: i32) -> i32 {
         checked_step::job_exit(template, "keystone-manage", "--check", step, check)
@@ -103,7 +102,7 @@ mod tests {
     #[test]
     fn every_pending_code_has_its_reason() {
         for phase in profile().phases {
-            if let Step::Job { template, .. } = phase.step {
+            for template in phase.templates() {
                 let explained: Vec<i32> =
                     template.exit_reasons.iter().map(|r| r.exit_code).collect();
                 assert_eq!(

@@ -53,6 +53,7 @@ pub fn model(placement: &Placement, name: &str) -> ServiceModel {
                 .flat_map(|i| identity::secret_envs(i, &config::IDENTITY_WIRING)),
         )
         .collect(),
+        job_groups: Vec::new(),
         job_secrets: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it reads placement.conf here.

@@ -53,7 +53,7 @@ fn online_data_migrations() -> JobTemplate {
 pub fn profile() -> Profile {
     Profile {
         service: SERVICE,
-        db_sync: job("db-sync", manage(&["db", "sync"])),
+        db_sync: vec![job("db-sync", manage(&["db", "sync"]))],
         phases: vec![
             Phase::expanding(job("db-expand", manage(&["db", "sync"]))),
             Phase::migrating(JobTemplate {

@@ -4,6 +4,7 @@
 
 pub mod checked_step;
 mod conversion;
+mod groups;
 mod install;
 mod pins;
 mod plan;

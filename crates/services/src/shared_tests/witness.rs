@@ -2,7 +2,7 @@ use ratchet_operator::testing::witness::expected_upgrade;
 
 #[test]
 fn the_expected_upgrade_is_read_off_the_profile() {
-    let (phases, jobs, events) = expected_upgrade(&crate::cinder::profile::profile());
+    let (phases, jobs, events) = expected_upgrade(&crate::cinder::profile::profile(), &[]);
     assert_eq!(
         phases,
         ["Expanding", "Migrating", "RollingUpdate", "Contracting"]

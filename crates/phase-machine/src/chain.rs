@@ -1,0 +1,82 @@
+//! A chain of Jobs run one after another (a phase's, or the steady-state
+//! sync's): which one it waits on, which failed, and the Jobs to have.
+
+use crate::decision::JobAction;
+use crate::observe::{JobOutcome, Observed, ObservedJob};
+use crate::profile::JobRun;
+
+/// Where a chain stands.
+#[derive(Debug)]
+pub enum Chain<'a> {
+    /// Every Job succeeded.
+    Done,
+    /// This Job runs, or is about to be created.
+    Waiting(JobRun<'a>),
+    /// This Job failed for good.
+    Failed {
+        run: JobRun<'a>,
+        job: &'a ObservedJob,
+        /// The Job controller's message.
+        message: &'a str,
+    },
+}
+
+/// A look at a chain: where it stands, and the Jobs to have (every one up to
+/// the first that has not succeeded; later ones are not created yet).
+#[derive(Debug)]
+pub struct Look<'a> {
+    pub state: Chain<'a>,
+    pub ensures: Vec<JobAction>,
+}
+
+/// Looks at `runs` on `image` with `config_hash`: a Job counts only when its
+/// pod-spec hash is what that run would create now.
+pub fn look<'a>(
+    runs: &[JobRun<'a>],
+    obs: &'a Observed,
+    image: &str,
+    config_hash: &str,
+) -> Look<'a> {
+    let mut ensures = Vec::new();
+    for run in runs {
+        let hash = run.spec_hash(image, config_hash);
+        let current = obs.jobs.get(&run.key()).filter(|j| j.spec_hash == hash);
+        ensures.push(run.ensure(image, hash));
+        match current.map(|job| (job, &job.outcome)) {
+            Some((_, JobOutcome::Succeeded)) => {}
+            Some((job, JobOutcome::Failed { message })) => {
+                return Look {
+                    state: Chain::Failed {
+                        run: *run,
+                        job,
+                        message,
+                    },
+                    ensures,
+                };
+            }
+            Some((_, JobOutcome::Running)) | None => {
+                return Look {
+                    state: Chain::Waiting(*run),
+                    ensures,
+                };
+            }
+        }
+    }
+    Look {
+        state: Chain::Done,
+        ensures,
+    }
+}
+
+/// Whether every run's Job succeeded on `image` with `config_hash`.
+pub fn succeeded(runs: &[JobRun], obs: &Observed, image: &str, config_hash: &str) -> bool {
+    matches!(look(runs, obs, image, config_hash).state, Chain::Done)
+}
+
+/// `<service>-<key>` of each run, for messages.
+pub fn names(service: &str, runs: &[JobRun]) -> String {
+    runs.iter()
+        .map(|r| format!("{service}-{}", r.key()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

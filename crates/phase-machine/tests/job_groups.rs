@@ -1,0 +1,149 @@
+//! Per-group Jobs (a Nova cell's schema, one Job per cell) on the pure
+//! machine: each group's Job is its own, runs after the one before it, once,
+//! and a failure names the group's Job.
+
+mod support;
+
+use ratchet_phase_machine::*;
+use support::{Script, World};
+
+/// Cinder's profile with a per-group Job after the sync and after Expanding's
+/// Job (bit 0), for cells `cell0` and `cell1`.
+fn grouped_world(release: &str) -> World {
+    let mut w = World::new(
+        World::grouped(support::cinder_profile(), 0b1),
+        release,
+        release,
+        &[("c-scheduler", true), ("c", false)],
+    );
+    w.obs.job_groups = vec!["cell0".into(), "cell1".into()];
+    w
+}
+
+/// The Jobs `decisions` ask for, in the order of their first appearance.
+fn created(decisions: &[Decision]) -> Vec<(String, Option<String>)> {
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    for d in decisions {
+        for action in &d.jobs {
+            if let JobAction::Ensure { suffix, group, .. } = action
+                && !seen.iter().any(|(s, _)| s == suffix)
+            {
+                seen.push((suffix.clone(), group.clone()));
+            }
+        }
+    }
+    seen
+}
+
+fn pair(key: &str, group: Option<&str>) -> (String, Option<String>) {
+    (key.to_string(), group.map(str::to_string))
+}
+
+#[test]
+fn a_fresh_install_syncs_each_group_in_turn_before_any_workload() {
+    let mut w = grouped_world("2026.1");
+    w.scripts.insert("cell-sync-cell0".into(), Script::Hang);
+    w.settle();
+    assert_eq!(
+        created(&w.history),
+        [
+            pair("db-sync", None),
+            pair("cell-sync-cell0", Some("cell0"))
+        ],
+        "cell1's Job waits for cell0's"
+    );
+    let (ready, reason, message) = w.database();
+    assert!(!ready);
+    assert_eq!(reason, "DBSyncInProgress");
+    assert!(
+        message.contains("cinder-cell-sync-cell0 (2 of 3)"),
+        "{message}"
+    );
+    assert!(w.obs.workloads.is_empty(), "nothing rolls before the sync");
+
+    w.scripts.clear();
+    w.obs.jobs.remove("cell-sync-cell0");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.1");
+    assert!(w.obs.jobs.contains_key("cell-sync-cell1"));
+    assert_eq!(w.obs.workloads.len(), 2);
+}
+
+#[test]
+fn an_upgrade_runs_every_group_s_job_once_in_order_and_reports_the_phase_once() {
+    let mut w = grouped_world("2026.1");
+    w.settle();
+    let before = w.history.len();
+    w.set_release("2026.2");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    assert_eq!(
+        created(&w.history[before..]),
+        [
+            pair("db-expand", None),
+            pair("g0-cell0", Some("cell0")),
+            pair("g0-cell1", Some("cell1")),
+            pair("db-migrate", None),
+            pair("db-contract", None),
+            // Steady state at the new release confirms the schema.
+            pair("db-sync", None),
+            pair("cell-sync-cell0", Some("cell0")),
+            pair("cell-sync-cell1", Some("cell1")),
+        ]
+    );
+    let expand_complete: Vec<&Event> = w.history[before..]
+        .iter()
+        .flat_map(|d| &d.events)
+        .filter(|e| e.reason == "ExpandComplete")
+        .collect();
+    assert_eq!(expand_complete.len(), 1);
+    assert!(
+        expand_complete[0]
+            .message
+            .ends_with("cinder-db-expand, cinder-g0-cell0, cinder-g0-cell1 succeeded"),
+        "{}",
+        expand_complete[0].message
+    );
+}
+
+#[test]
+fn a_failed_group_job_fails_its_phase_naming_it_and_its_rerun_goes_on() {
+    let mut w = grouped_world("2026.1");
+    w.settle();
+    w.scripts
+        .insert("g0-cell1".into(), Script::Fail { exit_code: 1 });
+    w.set_release("2026.2");
+    w.settle();
+    let (ready, reason, message) = w.database();
+    assert!(!ready);
+    assert_eq!(reason, "ExpandFailed");
+    assert!(
+        message.contains("cinder-g0-cell1 failed in Expanding"),
+        "{message}"
+    );
+    assert_eq!(w.obs.status.phase, "Expanding");
+
+    // Deleting the failed Job re-runs it alone: cell0's stays as it was.
+    let cell0 = w.obs.jobs["g0-cell0"].uid.clone();
+    w.scripts.clear();
+    w.obs.jobs.remove("g0-cell1");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    assert_eq!(w.obs.jobs["g0-cell0"].uid, cell0);
+}
+
+#[test]
+fn an_abort_deletes_every_group_s_job() {
+    let mut w = grouped_world("2026.1");
+    w.settle();
+    w.scripts.insert("db-migrate".into(), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    assert_eq!(w.obs.status.phase, "Migrating");
+    assert!(w.obs.jobs.contains_key("g0-cell1"));
+    w.set_release("2026.1");
+    w.step();
+    for key in ["db-expand", "g0-cell0", "g0-cell1", "db-migrate"] {
+        assert!(!w.obs.jobs.contains_key(key), "{key} kept after the abort");
+    }
+}
