@@ -159,6 +159,36 @@ impl WorkloadModel {
     }
 }
 
+/// How a service's old and new processes keep talking during an upgrade, and
+/// what ends it: the service's choice, declared in its folder; the profile's
+/// rolls and the workloads' second roll follow it (`shared_tests/pins.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinStrategy {
+    /// Nothing to pin: an API alone, or processes that adapt to their peers'
+    /// versions (Neutron's agents report theirs).
+    None,
+    /// The processes pin themselves from what they find when they start
+    /// (Cinder's services table; Nova's `[upgrade_levels] compute = auto`)
+    /// and keep it until restarted: the workloads that carry the installed
+    /// release restart once it is promoted (the second roll), which releases it.
+    ReleasedBySecondRoll,
+    /// This option is set to the installed release on the profile's pinned
+    /// roll, through its environment variable (fixed for the pod's lifetime),
+    /// and is gone after the next roll (Ironic's `[DEFAULT]
+    /// pin_release_version`).
+    OptionSetThenRemoved(super::ini::ManagedOption),
+}
+
+impl PinStrategy {
+    /// The option a pinned roll sets, if the strategy has one.
+    pub fn option(&self) -> Option<super::ini::ManagedOption> {
+        match self {
+            PinStrategy::OptionSetThenRemoved(option) => Some(*option),
+            PinStrategy::None | PinStrategy::ReleasedBySecondRoll => None,
+        }
+    }
+}
+
 /// Everything the shared controller renders for one resource.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServiceModel {
@@ -199,12 +229,8 @@ pub struct ServiceModel {
     pub rollout_deadline_seconds: i32,
     /// What `spec.identity` registers in Keystone, if the spec has one.
     pub registration: Option<super::registration_plan::Registration>,
-    /// The option new pods get the profile's RPC/object version pin in
-    /// (through its environment variable, fixed for the pod's lifetime)
-    /// while a pinned phase lasts, e.g. Ironic's `[DEFAULT]
-    /// pin_release_version`. `None`: the service pins itself (Cinder's
-    /// services table) or not at all; its profile then has no pinned phase.
-    pub pin_option: Option<super::ini::ManagedOption>,
+    /// How old and new processes stay compatible during an upgrade.
+    pub pin: PinStrategy,
 }
 
 impl ServiceModel {

@@ -298,7 +298,8 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
 pub struct PodParams<'a> {
     pub image: &'a str,
     pub installed_release: &'a str,
-    /// The release new pods are pinned to, in the model's `pin_option`.
+    /// The release new pods are pinned to, in the option of the model's
+    /// [`super::model::PinStrategy::OptionSetThenRemoved`].
     pub pin: Option<&'a str>,
     pub config_hash: &'a str,
     /// The resource's annotation key for the installed release (second roll).
@@ -328,7 +329,8 @@ pub fn workload(
         // oslo.config reads OS_<SECTION>__<OPTION> as that option, fixed in
         // the pod for its lifetime.
         let variable = model
-            .pin_option
+            .pin
+            .option()
             .and_then(|o| ratchet_api::oslo::env_name(o.section, o.option))
             .ok_or(Error::Model(
                 "the profile pins, but the model names no pin option",

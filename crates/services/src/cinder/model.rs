@@ -9,7 +9,8 @@ pub use crate::cinder::profile::{CONFIG_DIR, SERVICE, profile};
 use super::{config, filters, paste};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
-    API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, ServiceModel, WorkloadKind, WorkloadModel,
+    API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, PinStrategy, ServiceModel, WorkloadKind,
+    WorkloadModel,
 };
 use ratchet_operator::service::readiness;
 use ratchet_operator::service::{identity, registration_plan, secret_options};
@@ -254,7 +255,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             .map(|role| workload(cinder, name, role))
             .collect(),
         rollout_deadline_seconds: cinder.spec.rollout_deadline_seconds.unwrap_or(600),
-        pin_option: None,
+        pin: PinStrategy::ReleasedBySecondRoll,
         registration: cinder.spec.identity.as_ref().map(|identity| {
             registration_plan::Registration::new(
                 identity,

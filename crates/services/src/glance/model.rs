@@ -10,7 +10,7 @@ use super::profile::CONFIG_DIR;
 use crate::glance::v1alpha1::Glance;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
-    ENV_DATABASE_CONNECTION, SecretEnv, ServiceModel, WorkloadModel,
+    ENV_DATABASE_CONNECTION, PinStrategy, SecretEnv, ServiceModel, WorkloadModel,
 };
 use ratchet_operator::service::{identity, registration_plan, secret_options};
 use ratchet_operator::service::{readiness, uwsgi};
@@ -83,7 +83,7 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
             )
         }],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
-        pin_option: None,
+        pin: PinStrategy::None,
         registration: spec.identity.as_ref().map(|identity| {
             registration_plan::Registration::new(
                 identity,

@@ -6,7 +6,7 @@ use ratchet_api::common::PodSecurity;
 
 use super::{CONFIG_DIR, config};
 use ratchet_operator::service::OpenStackService;
-use ratchet_operator::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
+use ratchet_operator::service::model::{PinStrategy, ServiceModel, WorkloadKind, WorkloadModel};
 use ratchet_operator::service::readiness::{self, OWN_HOSTNAME};
 use ratchet_operator::service::{identity, registration_plan, secret_options};
 
@@ -84,7 +84,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
             },
         ],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
-        pin_option: Some(config::PIN_RELEASE_VERSION),
+        pin: PinStrategy::OptionSetThenRemoved(config::PIN_RELEASE_VERSION),
         registration: spec.identity.as_ref().map(|identity| {
             registration_plan::Registration::new(
                 identity,

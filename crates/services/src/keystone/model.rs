@@ -10,7 +10,7 @@ use super::profile::CONFIG_DIR;
 use crate::keystone::v1alpha1::Keystone;
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
-    ENV_DATABASE_CONNECTION, KeySecret, SecretEnv, ServiceModel, WorkloadModel,
+    ENV_DATABASE_CONNECTION, KeySecret, PinStrategy, SecretEnv, ServiceModel, WorkloadModel,
 };
 use ratchet_operator::service::secret_options;
 use ratchet_operator::service::{readiness, uwsgi};
@@ -101,7 +101,7 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
         )],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
         registration: None,
-        pin_option: None,
+        pin: PinStrategy::None,
     }
 }
 

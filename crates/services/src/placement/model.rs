@@ -9,7 +9,7 @@ use super::config::{self, CONFIG_FILE, ENV_DATABASE_CONNECTION};
 use super::profile::CONFIG_DIR;
 use crate::placement::v1alpha1::Placement;
 use ratchet_operator::service::OpenStackService;
-use ratchet_operator::service::model::{SecretEnv, ServiceModel, WorkloadModel};
+use ratchet_operator::service::model::{PinStrategy, SecretEnv, ServiceModel, WorkloadModel};
 use ratchet_operator::service::{identity, readiness, registration_plan, secret_options, uwsgi};
 
 pub const API_PORT: i32 = 8778;
@@ -68,7 +68,7 @@ pub fn model(placement: &Placement, name: &str) -> ServiceModel {
             readiness::api(CONFIG_DIR, API_PORT, READINESS_PATH),
         )],
         rollout_deadline_seconds: spec.rollout_deadline_seconds.unwrap_or(600),
-        pin_option: None,
+        pin: PinStrategy::None,
         registration: spec.identity.as_ref().map(|identity| {
             registration_plan::Registration::new(
                 identity,

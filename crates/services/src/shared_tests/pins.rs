@@ -1,17 +1,27 @@
-//! A profile that pins and the model that says where: one service folder
-//! declares both, and the shared renderer only sets the variable named.
+//! A service's pin strategy, declared in its folder, and what its profile and
+//! workloads do: a pinned roll only with an option to set, a second roll only
+//! for processes that pin themselves, and nothing of either without a pin.
 
 use ratchet_operator::registry::{Registry, ServiceFn};
 use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::model::PinStrategy;
 use ratchet_phase_machine::{Pin, Step};
 
-/// (service, whether its profile pins, the variable its model pins through).
+/// What a service's pieces say about pinning.
 struct PinOf;
 
+struct Pinning {
+    strategy: PinStrategy,
+    /// Whether the profile has a roll pinned to the installed release.
+    pinned_roll: bool,
+    /// Whether a workload restarts once the release is promoted.
+    second_roll: bool,
+}
+
 impl ServiceFn for PinOf {
-    type Output = (bool, Option<String>);
+    type Output = Pinning;
     fn call<S: OpenStackService>(self) -> Self::Output {
-        let pins = S::profile().phases.iter().any(|p| {
+        let pinned_roll = S::profile().phases.iter().any(|p| {
             matches!(
                 p.step,
                 Step::Roll {
@@ -20,29 +30,51 @@ impl ServiceFn for PinOf {
             )
         });
         let example: S = super::stored(S::example(S::SERVICE, "2026.1", "repo", 1).manifest);
-        let variable = example
-            .model(S::SERVICE)
-            .pin_option
-            .and_then(|o| ratchet_api::oslo::env_name(o.section, o.option));
-        (pins, variable)
+        let model = example.model(S::SERVICE);
+        Pinning {
+            strategy: model.pin,
+            pinned_roll,
+            second_roll: model.workloads.iter().any(|w| w.carries_installed_release),
+        }
     }
 }
 
 #[test]
-fn every_service_that_pins_names_the_option_and_no_other_does() {
-    let found: Vec<(&str, bool, Option<String>)> = crate::Services::service_names()
-        .into_iter()
-        .filter_map(|name| {
-            let (pins, variable) = crate::Services::with_service(name, PinOf)?;
-            Some((name, pins, variable))
-        })
-        .collect();
-    for (name, pins, variable) in &found {
-        assert_eq!(*pins, variable.is_some(), "{name}: {variable:?}");
+fn every_profile_and_its_workloads_follow_the_service_s_pin_strategy() {
+    for name in crate::Services::service_names() {
+        let Pinning {
+            strategy,
+            pinned_roll,
+            second_roll,
+        } = crate::Services::with_service(name, PinOf).expect("registered");
+        let (expect_pinned_roll, expect_second_roll) = match strategy {
+            PinStrategy::None => (false, false),
+            PinStrategy::ReleasedBySecondRoll => (false, true),
+            PinStrategy::OptionSetThenRemoved(_) => (true, false),
+        };
+        assert_eq!(
+            (pinned_roll, second_roll),
+            (expect_pinned_roll, expect_second_roll),
+            "{name}: {strategy:?} but (pinned roll, second roll) = ({pinned_roll}, {second_roll})"
+        );
     }
-    let ironic = found.iter().find(|(name, ..)| *name == "ironic");
+}
+
+#[test]
+fn each_service_s_strategy_is_its_own() {
+    let strategy = |name| {
+        crate::Services::with_service(name, PinOf)
+            .expect("registered")
+            .strategy
+    };
     assert_eq!(
-        ironic.and_then(|(_, _, v)| v.as_deref()),
-        Some(crate::ironic::config::ENV_PIN_RELEASE_VERSION)
+        strategy("ironic")
+            .option()
+            .and_then(|o| ratchet_api::oslo::env_name(o.section, o.option)),
+        Some(crate::ironic::config::ENV_PIN_RELEASE_VERSION.to_string())
     );
+    assert_eq!(strategy("cinder"), PinStrategy::ReleasedBySecondRoll);
+    for name in ["keystone", "glance", "placement"] {
+        assert_eq!(strategy(name), PinStrategy::None, "{name}");
+    }
 }
