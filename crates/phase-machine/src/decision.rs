@@ -46,6 +46,8 @@ pub enum WorkloadAction {
         installed_release: String,
         /// RPC/object version pin for its pods (`None`: unpinned).
         pin: Option<String>,
+        /// Scaled to no pod for a phase's offline step.
+        stopped: bool,
     },
     Delete {
         name: String,

@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod decision;
 pub mod hash;
 pub mod observe;
+mod offline;
 pub mod profile;
 pub mod registration;
 mod shared;
@@ -23,8 +24,8 @@ pub use observe::{
     Rollout, SpecView, StatusView, WorkloadId,
 };
 pub use profile::{
-    ExitReason, JobRun, JobTemplate, Phase, Pin, Profile, SchemaPending, Step, UpgradeCheck,
-    job_runs,
+    ExitReason, JobRun, JobTemplate, Offline, Phase, Pin, Profile, SchemaPending, Step,
+    UpgradeCheck, job_runs,
 };
 use upgrade::Pass;
 

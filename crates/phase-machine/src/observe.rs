@@ -27,6 +27,9 @@ pub struct SpecView {
     pub image_digest: Option<String>,
     /// Where the resource keeps the tag and digest (named in messages).
     pub image_layout: ratchet_release::ImageLayout,
+    /// Whether the spec allows stopping workloads for a phase's offline step
+    /// (an outage the operator of the cloud opted into).
+    pub allows_outage: bool,
     /// Why the resource's extra configuration cannot be used (each message
     /// names the field); empty when it can.
     pub invalid_config: Vec<String>,
@@ -77,7 +80,8 @@ pub struct ObservedJob {
     pub failed_seconds_ago: Option<u64>,
 }
 
-/// Rollout counters of a Deployment (or StatefulSet).
+/// Rollout counters of a Deployment (or StatefulSet); `desired` is its
+/// `spec.replicas`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rollout {
     pub generation: i64,
@@ -123,6 +127,8 @@ pub struct ObservedWorkload {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadId {
     pub name: String,
+    /// What it runs (`api`, `conductor`, …): an offline step names these.
+    pub component: String,
     /// Whether its pods carry the installed-release annotation (the second roll).
     pub carries_installed_release: bool,
     /// The replicas the spec asks for.

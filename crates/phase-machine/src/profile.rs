@@ -144,10 +144,27 @@ pub enum Step {
         templates: Vec<JobTemplate>,
         /// DatabaseReady's reason and Warning event when one fails permanently.
         failed_reason: &'static str,
+        /// What the phase does when a Job says it must run with workloads
+        /// stopped; `None`: such an answer is a failure like any other.
+        offline: Option<Box<Offline>>,
     },
     /// Roll every workload, in roll order, onto the target image, each gated on
     /// its complete rollout before the next starts.
     Roll { pin: Pin },
+}
+
+/// A phase's work that needs some workloads stopped (Neutron's contract
+/// migrations need every server process down). The phase's Jobs run online
+/// first; one that ends with `exit_code` says the work must run offline. If
+/// the spec allows an outage, the workloads of `stops` are stopped (no pod
+/// left), `template`'s Job runs, and they are started again and rolled out
+/// before the phase ends; otherwise the phase holds, saying why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offline {
+    pub exit_code: i32,
+    /// Components of the workloads stopped.
+    pub stops: Vec<&'static str>,
+    pub template: JobTemplate,
 }
 
 /// One upgrade phase.
@@ -178,6 +195,7 @@ impl Phase {
             step: Step::Jobs {
                 failed_reason: "ExpandFailed",
                 templates: vec![template],
+                offline: None,
             },
             abortable: true,
             abort_caution: None,
@@ -194,6 +212,7 @@ impl Phase {
             step: Step::Jobs {
                 failed_reason: "MigrateFailed",
                 templates: vec![template],
+                offline: None,
             },
             abortable: true,
             abort_caution: None,
@@ -211,6 +230,7 @@ impl Phase {
             step: Step::Jobs {
                 failed_reason: "ContractFailed",
                 templates: vec![template],
+                offline: None,
             },
             abortable: true,
             abort_caution: Some(caution),
@@ -225,6 +245,23 @@ impl Phase {
             templates.push(template);
         }
         self
+    }
+
+    /// The same phase, running its work offline when a Job asks for it.
+    /// A roll phase is returned unchanged.
+    pub fn with_offline(mut self, step: Offline) -> Phase {
+        if let Step::Jobs { offline, .. } = &mut self.step {
+            *offline = Some(Box::new(step));
+        }
+        self
+    }
+
+    /// Its offline step, if it has one.
+    pub fn offline(&self) -> Option<&Offline> {
+        match &self.step {
+            Step::Jobs { offline, .. } => offline.as_deref(),
+            Step::Roll { .. } => None,
+        }
     }
 
     /// The Jobs this phase runs (none for a roll).
@@ -428,6 +465,14 @@ impl Profile {
             .collect()
     }
 
+    /// Keys of the offline steps' Jobs.
+    pub fn offline_job_keys(&self) -> Vec<&'static str> {
+        self.phases
+            .iter()
+            .filter_map(|p| p.offline().map(|o| o.template.suffix))
+            .collect()
+    }
+
     /// The template behind the Job of key `key` (a sync or phase Job), with
     /// these groups.
     pub fn template_of<'a>(&'a self, key: &str, groups: &'a [String]) -> Option<&'a JobTemplate> {
@@ -436,6 +481,13 @@ impl Profile {
             .chain(self.phase_job_runs(groups))
             .find(|run| run.key() == key)
             .map(|run| run.template)
+            .or_else(|| {
+                self.phases
+                    .iter()
+                    .filter_map(Phase::offline)
+                    .map(|o| &o.template)
+                    .find(|t| t.suffix == key)
+            })
     }
 }
 

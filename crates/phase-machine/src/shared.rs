@@ -112,18 +112,29 @@ pub struct WorkloadParams {
 
 impl WorkloadParams {
     pub fn apply(&self, workload: &WorkloadId) -> WorkloadAction {
+        self.action(workload, false)
+    }
+
+    /// The workload with these parameters, scaled to no pod.
+    pub fn stop(&self, workload: &WorkloadId) -> WorkloadAction {
+        self.action(workload, true)
+    }
+
+    fn action(&self, workload: &WorkloadId, stopped: bool) -> WorkloadAction {
         WorkloadAction::Apply {
             name: workload.name.clone(),
             image: self.image.clone(),
             installed_release: self.installed_release.clone(),
             pin: self.pin.clone(),
+            stopped,
         }
     }
 
     /// The live workload's template carries these parameters and the rendered
-    /// configuration.
+    /// configuration, and it was not stopped for an offline step.
     fn current(&self, obs: &Observed, workload: &WorkloadId, live: &ObservedWorkload) -> bool {
-        live.image == self.image
+        !stopped(workload, live)
+            && live.image == self.image
             && live.pin == self.pin
             && (!workload.carries_installed_release
                 || live.installed_release.as_deref() == Some(self.installed_release.as_str()))
@@ -155,6 +166,12 @@ impl WorkloadParams {
         }
         actions
     }
+}
+
+/// Whether `live` was stopped for an offline step: no replica asked for
+/// where the spec asks for some.
+pub fn stopped(workload: &WorkloadId, live: &ObservedWorkload) -> bool {
+    live.rollout.desired == 0 && workload.replicas > 0
 }
 
 /// Every desired workload is fully rolled out, whatever it runs.

@@ -6,8 +6,9 @@ use ratchet_release::{ImageRef, Release};
 use crate::chain::{self, Chain};
 use crate::conditions::Verdict;
 use crate::decision::{Decision, Event, EventType, JobAction, Outcome, WorkloadAction};
-use crate::observe::Observed;
-use crate::profile::{JobRun, Phase, Pin, Profile, Step, job_runs};
+use crate::observe::{Observed, ObservedJob};
+use crate::offline::{self, OfflineStep};
+use crate::profile::{JobRun, Offline, Phase, Pin, Profile, Step, job_runs};
 use crate::shared::{
     Blocked, Draft, WorkloadParams, all_rolled_out, blocked, lockstep, parse_installed, parse_spec,
     removed_workloads, secrets_present,
@@ -28,6 +29,7 @@ fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
         .phase_job_runs(&obs.job_groups)
         .iter()
         .map(JobRun::key)
+        .chain(profile.offline_job_keys().into_iter().map(str::to_string))
         .filter(|key| obs.jobs.contains_key(key))
         .map(|suffix| JobAction::Delete { suffix })
         .collect()
@@ -37,9 +39,19 @@ fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
 /// is exactly what this upgrade runs in that phase is this upgrade's own (a pass
 /// that read a stale resource repeats the initiation) and is kept.
 fn delete_stale_phase_jobs(profile: &Profile, obs: &Observed, image: &str) -> Vec<JobAction> {
+    let offline = profile
+        .phases
+        .iter()
+        .filter_map(Phase::offline)
+        .map(|o| JobRun {
+            template: &o.template,
+            group: None,
+        });
     profile
         .phase_job_runs(&obs.job_groups)
         .iter()
+        .copied()
+        .chain(offline)
         .filter(|run| {
             obs.jobs
                 .get(&run.key())
@@ -250,11 +262,69 @@ fn advance(
             Step::Jobs {
                 templates,
                 failed_reason,
+                offline,
             } => {
                 let runs = job_runs(templates, &obs.job_groups);
                 let look = chain::look(&runs, obs, &image_ref, "");
                 jobs.extend(look.ensures);
+                let asks_offline = |job: &ObservedJob| {
+                    offline
+                        .as_deref()
+                        .filter(|o| job.exit_code == Some(o.exit_code))
+                };
                 match look.state {
+                    Chain::Failed { job, .. } if let Some(offline) = asks_offline(job) => {
+                        let step = offline::step(offline::Context {
+                            obs,
+                            phase,
+                            offline,
+                            failed_reason,
+                            span: &span,
+                            service: profile.service,
+                            image: &image_ref,
+                            rolled: rolled.as_ref(),
+                            online_jobs: jobs.clone(),
+                            others: keep_rolled(obs, rolled.as_ref())
+                                .into_iter()
+                                .filter(|a| !stopped_by(a, obs, offline))
+                                .collect(),
+                        });
+                        let OfflineStep::Pending {
+                            database,
+                            jobs,
+                            workloads,
+                            outcome,
+                        } = step
+                        else {
+                            if let Some(reason) = phase.complete_event {
+                                events.push(normal(
+                                    reason,
+                                    format!(
+                                        "{span}: {}-{} succeeded with {} stopped",
+                                        profile.service,
+                                        offline.template.suffix,
+                                        offline.stops.join(", ")
+                                    ),
+                                ));
+                            }
+                            index += 1;
+                            continue;
+                        };
+                        return Draft {
+                            installed_release: installed.to_string(),
+                            target_release: target.to_string(),
+                            phase: phase.name.to_string(),
+                            rolling_workload: String::new(),
+                            database,
+                            deployments: deployments_verdict(obs),
+                            events,
+                            jobs,
+                            workloads,
+                            outcome,
+                        }
+                        .finish(profile, obs)
+                        .into();
+                    }
                     Chain::Done => {
                         if let Some(reason) = phase.complete_event {
                             events.push(normal(
@@ -405,6 +475,17 @@ fn roll_params(image: &str, installed: Release, pin: Pin) -> WorkloadParams {
             Pin::Installed => Some(installed.to_string()),
         },
     }
+}
+
+/// Whether `action` is for a workload the offline step stops (the step
+/// decides what those get).
+fn stopped_by(action: &WorkloadAction, obs: &Observed, offline: &Offline) -> bool {
+    let name = match action {
+        WorkloadAction::Apply { name, .. } | WorkloadAction::Delete { name } => name,
+    };
+    obs.desired_workloads
+        .iter()
+        .any(|w| &w.name == name && offline.stops.contains(&w.component.as_str()))
 }
 
 /// Workloads rolled earlier in this upgrade keep their parameters; before the

@@ -34,6 +34,8 @@ pub mod reason {
     pub const UPGRADE_TARGET_CHANGED: &str = "UpgradeTargetChanged";
     /// A revert to the installed release after the point of no return.
     pub const ABORT_NOT_SAFE: &str = "AbortNotSafe";
+    /// A phase's Job needs workloads stopped and the spec allows no outage.
+    pub const OUTAGE_NOT_ALLOWED: &str = "OutageNotAllowed";
     // DeploymentsReady.
     pub const WORKLOADS_READY: &str = "AllWorkloadsReady";
     pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";

@@ -25,6 +25,8 @@ enum Action {
     EditConfig,
     /// A new service password in the Secret (with `spec.identity`).
     RotatePassword,
+    /// Allow or forbid an outage for an offline step.
+    ToggleOutage,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -32,13 +34,14 @@ fn action() -> impl Strategy<Value = Action> {
         6 => Just(Action::Step),
         2 => (0u8..5).prop_map(Action::SetRelease),
         1 => (0u8..5).prop_map(Action::SetReleaseOnly),
-        1 => (0u8..6, 0u8..4).prop_map(|(j, s)| Action::Script(j, s)),
+        1 => (0u8..6, 0u8..5).prop_map(|(j, s)| Action::Script(j, s)),
         1 => (0u8..6).prop_map(Action::DeleteJob),
         1 => (0u8..4).prop_map(Action::Hang),
         1 => Just(Action::Unhang),
         1 => Just(Action::PatchTag),
         1 => Just(Action::EditConfig),
         1 => Just(Action::RotatePassword),
+        1 => Just(Action::ToggleOutage),
     ]
 }
 
@@ -67,7 +70,113 @@ fn job_keys(w: &World) -> Vec<String> {
     if w.obs.registration.is_some() {
         all.push(registration::SUFFIX.to_string());
     }
+    all.extend(w.profile.offline_job_keys().into_iter().map(str::to_string));
     all
+}
+
+const OFFLINE_EXIT: i32 = 3;
+
+/// `profile` with an offline step on its last Job phase: exit 3 of its Jobs
+/// asks for it; it stops the workload `first` and runs Job `offline`.
+fn with_offline(mut profile: Profile) -> Profile {
+    let last = profile
+        .phases
+        .iter()
+        .rposition(|p| !p.templates().is_empty());
+    if let Some(i) = last {
+        profile.phases[i] = profile.phases[i].clone().with_offline(Offline {
+            exit_code: OFFLINE_EXIT,
+            stops: vec!["first"],
+            template: JobTemplate {
+                suffix: "offline",
+                command: vec!["contract".into(), "--offline".into()],
+                ..JobTemplate::default()
+            },
+        });
+    }
+    profile
+}
+
+/// Whether `obs` shows the Jobs of `phase` asking for its offline step.
+fn offline_asked(obs: &Observed, phase: &Phase) -> bool {
+    let Some(offline) = phase.offline() else {
+        return false;
+    };
+    job_runs(phase.templates(), &obs.job_groups)
+        .iter()
+        .any(|run| {
+            obs.jobs.get(&run.key()).is_some_and(|j| {
+                matches!(j.outcome, JobOutcome::Failed { .. })
+                    && j.exit_code == Some(offline.exit_code)
+            })
+        })
+}
+
+/// The offline step's rules: a workload is stopped only by an offline step
+/// its phase's Jobs asked for, with the outage allowed, and only those it
+/// names; its Job runs only once they have no pod left; the phase ends only
+/// once they are back.
+fn check_offline(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestCaseError> {
+    let phase = profile.phase(&before.status.phase).map(|(_, p)| p);
+    for action in &d.workloads {
+        if let WorkloadAction::Apply {
+            name,
+            stopped: true,
+            ..
+        } = action
+        {
+            let asked = phase.is_some_and(|p| offline_asked(before, p));
+            let named = phase.and_then(Phase::offline).is_some_and(|o| {
+                before
+                    .desired_workloads
+                    .iter()
+                    .any(|w| &w.name == name && o.stops.contains(&w.component.as_str()))
+            });
+            prop_assert!(
+                asked && named && before.spec.allows_outage,
+                "{name} stopped in {:?} (asked {asked}, named {named}, allowed {})",
+                before.status.phase,
+                before.spec.allows_outage
+            );
+        }
+    }
+    let Some(offline) = phase.and_then(Phase::offline) else {
+        return Ok(());
+    };
+    let stops: Vec<&WorkloadId> = before
+        .desired_workloads
+        .iter()
+        .filter(|w| offline.stops.contains(&w.component.as_str()))
+        .collect();
+    let gone = stops.iter().all(|w| {
+        before
+            .workloads
+            .get(&w.name)
+            .is_none_or(|l| l.rollout.desired == 0 && l.rollout.total == 0)
+    });
+    let runs_offline_job = d.jobs.iter().any(
+        |a| matches!(a, JobAction::Ensure { suffix, .. } if suffix == offline.template.suffix),
+    );
+    let already = before.jobs.contains_key(offline.template.suffix);
+    prop_assert!(
+        !runs_offline_job || gone || already,
+        "the offline Job started while a stopped workload still had pods"
+    );
+    let moved_on = d.status.phase != before.status.phase;
+    let aborted = d.events.iter().any(|e| e.reason == "UpgradeAborted");
+    if moved_on && !aborted && offline_asked(before, phase.expect("offline phase")) {
+        let back = stops.iter().all(|w| {
+            before
+                .workloads
+                .get(&w.name)
+                .is_some_and(|l| l.rollout.desired > 0 && l.rollout.complete())
+        });
+        prop_assert!(
+            back,
+            "left the offline phase before its workloads were back"
+        );
+    }
+    Ok(())
 }
 
 /// Whether every Job of `runs` succeeded in `obs`.
@@ -134,9 +243,20 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
             .last()
             .map(|p| job_runs(p.templates(), groups))
             .unwrap_or_default();
+        // The last phase's Jobs succeeded, or its offline step's did.
+        let offline_done = profile
+            .phases
+            .last()
+            .and_then(Phase::offline)
+            .is_some_and(|o| {
+                before
+                    .jobs
+                    .get(o.template.suffix)
+                    .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
+            });
         let contracted = !was.phase.is_empty()
             && !last_jobs.is_empty()
-            && all_succeeded(before, &last_jobs)
+            && (all_succeeded(before, &last_jobs) || offline_done)
             && now.installed_release == was.target_release;
         prop_assert!(
             fresh || contracted,
@@ -154,8 +274,14 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
     {
         prop_assert!(to >= from, "phase went back {} → {}", was.phase, now.phase);
         for passed in &profile.phases[from..to] {
+            let offline_done = passed.offline().is_some_and(|o| {
+                before
+                    .jobs
+                    .get(o.template.suffix)
+                    .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
+            });
             prop_assert!(
-                all_succeeded(before, &job_runs(passed.templates(), groups)),
+                all_succeeded(before, &job_runs(passed.templates(), groups)) || offline_done,
                 "left {} without its Jobs succeeding",
                 passed.name
             );
@@ -235,11 +361,19 @@ fn restarts(before: &Observed, d: &Decision, workload: &WorkloadId) -> bool {
         return false;
     };
     d.workloads.iter().any(|action| match action {
+        // Stopping and starting for an offline step: `check_offline`'s.
+        WorkloadAction::Apply { stopped: true, .. } => false,
+        WorkloadAction::Apply { name, .. }
+            if *name == workload.name && live.rollout.desired == 0 =>
+        {
+            false
+        }
         WorkloadAction::Apply {
             name,
             image,
             installed_release,
             pin,
+            ..
         } if *name == workload.name => {
             let annotation = workload
                 .carries_installed_release
@@ -267,6 +401,7 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                 let before = w.obs.clone();
                 let d = w.step();
                 check(&w.profile, &before, &d)?;
+                check_offline(&w.profile, &before, &d)?;
             }
             Action::SetRelease(c) => {
                 let r = release_choice(&w, c);
@@ -283,6 +418,10 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                     },
                     1 => Script::Fail { exit_code: 2 },
                     2 => Script::Hang,
+                    // "Run me offline", for a profile with an offline step.
+                    3 => Script::Fail {
+                        exit_code: OFFLINE_EXIT,
+                    },
                     _ => Script::Succeed { message: None },
                 };
                 w.scripts
@@ -302,6 +441,10 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
             }
             Action::EditConfig => {
                 w.obs.config_hash = format!("{}+", w.obs.config_hash);
+            }
+            Action::ToggleOutage => {
+                w.obs.spec.allows_outage = !w.obs.spec.allows_outage;
+                w.obs.spec.generation += 1;
             }
             Action::RotatePassword => {
                 if let Some(r) = w.obs.registration.as_mut() {
@@ -354,6 +497,32 @@ proptest! {
             );
             w.obs.job_groups = (0..groups).map(|g| format!("cell{g}")).collect();
             w.settle();
+            run(w, actions.clone())?;
+        }
+    }
+
+    /// Every profile with an offline step on its last Job phase: asked for
+    /// or not, allowed or not, its Jobs failing, hanging or deleted.
+    #[test]
+    fn offline_step_invariants(actions in proptest::collection::vec(action(), 1..80)) {
+        for profile in Services::profiles() {
+            let mut w = World::new(
+                with_offline(profile),
+                "2026.1",
+                "2026.1",
+                &[("first", true), ("last", false)],
+            );
+            w.settle();
+            // The offline step is asked for unless an action scripts otherwise.
+            let asking = w.profile.phases.iter().filter(|p| p.offline().is_some());
+            for phase in asking {
+                for template in phase.templates() {
+                    w.scripts.insert(
+                        template.suffix.to_string(),
+                        Script::Fail { exit_code: OFFLINE_EXIT },
+                    );
+                }
+            }
             run(w, actions.clone())?;
         }
     }

@@ -240,6 +240,7 @@ impl ServiceModel {
             .iter()
             .map(|w| WorkloadId {
                 name: w.name.clone(),
+                component: w.component.clone(),
                 carries_installed_release: w.carries_installed_release,
                 replicas: w.replicas,
             })

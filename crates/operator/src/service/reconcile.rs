@@ -238,6 +238,7 @@ impl<S: OpenStackService> Pass<S> {
                     image,
                     installed_release,
                     pin,
+                    stopped,
                 } => {
                     let Some(workload) = model.workload(name) else {
                         continue;
@@ -259,6 +260,7 @@ impl<S: OpenStackService> Pass<S> {
                             pin: pin.as_deref(),
                             config_hash,
                             installed_release_annotation: S::INSTALLED_RELEASE_ANNOTATION,
+                            stopped: *stopped,
                         },
                     )?;
                     let live = children.workloads.get(name);

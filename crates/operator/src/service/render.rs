@@ -304,6 +304,8 @@ pub struct PodParams<'a> {
     pub config_hash: &'a str,
     /// The resource's annotation key for the installed release (second roll).
     pub installed_release_annotation: &'a str,
+    /// Scaled to no pod for a phase's offline step.
+    pub stopped: bool,
 }
 
 /// A long-running workload, as a Deployment or a StatefulSet. The template
@@ -406,9 +408,10 @@ pub fn workload(
         "spec": spec,
     });
     let template_hash = content_hash(serde_json::to_string(&template)?.as_bytes());
+    let replicas = if params.stopped { 0 } else { workload.replicas };
     let annotations = BTreeMap::from([(
         labels::TEMPLATE_HASH.to_string(),
-        format!("{template_hash}-{}", workload.replicas),
+        format!("{template_hash}-{replicas}"),
     )]);
     let metadata = owner.metadata(&workload.name, &workload.component, annotations);
     Ok(match workload.kind {
@@ -417,7 +420,7 @@ pub fn workload(
             "kind": "Deployment",
             "metadata": metadata,
             "spec": {
-                "replicas": workload.replicas,
+                "replicas": replicas,
                 "selector": { "matchLabels": selector },
                 "progressDeadlineSeconds": model.rollout_deadline_seconds,
                 // Zero downtime: a new pod must be ready before an old one goes.
@@ -430,7 +433,7 @@ pub fn workload(
             "kind": "StatefulSet",
             "metadata": metadata,
             "spec": {
-                "replicas": workload.replicas,
+                "replicas": replicas,
                 "serviceName": workload.name,
                 "selector": { "matchLabels": selector },
                 // Replaced one pod at a time, highest ordinal first, each only

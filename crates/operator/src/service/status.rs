@@ -60,6 +60,8 @@ pub fn spec_view<S: super::contract::OpenStackService>(
 ) -> SpecView {
     SpecView {
         image_layout,
+        // A service whose spec can allow an outage sets it in its own view.
+        allows_outage: false,
         invalid_config: managed_option_violations(extra_config, S::MANAGED_OPTIONS)
             .into_iter()
             .chain(config_refusals::<S>(extra_config, secret_options))

@@ -62,6 +62,7 @@ impl World {
                     image_tag: Some(tag.into()),
                     image_digest: None,
                     image_layout: ratchet_release::ImageLayout::Flat,
+                    allows_outage: false,
                     invalid_config: vec![],
                 },
                 status: StatusView::default(),
@@ -75,6 +76,7 @@ impl World {
                     .iter()
                     .map(|(name, carries)| WorkloadId {
                         name: name.to_string(),
+                        component: name.to_string(),
                         carries_installed_release: *carries,
                         replicas: 1,
                     })
@@ -198,6 +200,7 @@ impl World {
                     image,
                     installed_release,
                     pin,
+                    stopped,
                 } => {
                     let carries = self
                         .obs
@@ -208,17 +211,27 @@ impl World {
                     let annotation = carries.then(|| installed_release.clone());
                     let previous = self.obs.workloads.get(name).cloned();
                     let config_hash = Some(self.obs.config_hash.clone());
+                    let desired = i32::from(!*stopped);
                     let changed = previous.as_ref().is_none_or(|p| {
                         &p.image != image
                             || p.pin != *pin
                             || p.installed_release != annotation
                             || p.config_hash != config_hash
+                            || p.rollout.desired != desired
                     });
                     let generation = previous.as_ref().map(|p| p.rollout.generation).unwrap_or(0)
                         + i64::from(changed);
                     let hang = self.hanging.contains(name) && changed;
                     let rollout = if !changed {
                         previous.as_ref().map(|p| p.rollout).unwrap_or_default()
+                    } else if *stopped {
+                        // A hanging workload's pods linger on.
+                        Rollout {
+                            generation,
+                            observed_generation: generation,
+                            total: i32::from(hang),
+                            ..Rollout::default()
+                        }
                     } else if hang {
                         Rollout {
                             generation,

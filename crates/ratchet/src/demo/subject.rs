@@ -206,10 +206,12 @@ impl Service {
                 Step::Jobs {
                     templates,
                     failed_reason,
+                    offline,
                 } => {
                     *failed_reason == reason
                         || templates
                             .iter()
+                            .chain(offline.as_ref().map(|o| &o.template))
                             .any(|t| t.exit_reasons.iter().any(|r| r.reason == reason))
                 }
                 Step::Roll { .. } => false,

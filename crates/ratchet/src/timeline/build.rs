@@ -234,10 +234,12 @@ fn failures_in(phase: &Phase, events: &[Timed], start: f64, end: f64) -> Vec<Str
         Step::Jobs {
             templates,
             failed_reason,
+            offline,
         } => {
             reason_seen == *failed_reason
                 || templates
                     .iter()
+                    .chain(offline.as_ref().map(|o| &o.template))
                     .any(|t| t.exit_reasons.iter().any(|r| r.reason == reason_seen))
         }
         Step::Roll { .. } => reason_seen == reason::ROLLOUT_STALLED,

@@ -309,6 +309,7 @@ mod tests {
             pin: None,
             config_hash: "h",
             installed_release_annotation: Cinder::INSTALLED_RELEASE_ANNOTATION,
+            stopped: false,
         };
         let workloads = model
             .workloads

@@ -129,6 +129,7 @@ mod tests {
             pin: Some("2026.1"),
             config_hash: "h",
             installed_release_annotation: Ironic::INSTALLED_RELEASE_ANNOTATION,
+            stopped: false,
         };
         for workload in &model.workloads {
             let object = render::workload(&owner, &model, workload, &params).expect("renders");

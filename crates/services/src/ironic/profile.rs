@@ -54,6 +54,7 @@ pub fn profile() -> Profile {
                 complete_event: Some("DBUpgradeComplete"),
                 step: Step::Jobs {
                     failed_reason: "DBUpgradeFailed",
+                    offline: None,
                     templates: vec![schema_upgrade("db-upgrade")],
                 },
                 abortable: true,
@@ -65,6 +66,7 @@ pub fn profile() -> Profile {
                 complete_event: Some("UpgradeCheckComplete"),
                 step: Step::Jobs {
                     failed_reason: "UpgradeCheckFailed",
+                    offline: None,
                     templates: vec![JobTemplate {
                         exit_reasons: vec![ExitReason {
                             exit_code: 2,
@@ -108,6 +110,7 @@ pub fn profile() -> Profile {
                 // re-runs it, bounded by the backoff limit. 2 and 127 are final.
                 step: Step::Jobs {
                     failed_reason: "OnlineMigrationsFailed",
+                    offline: None,
                     templates: vec![JobTemplate {
                         suffix: "online-migrations",
                         command: dbsync(&["online_data_migrations"]),

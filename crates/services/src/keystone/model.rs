@@ -129,6 +129,7 @@ mod tests {
             pin: None,
             config_hash: "h",
             installed_release_annotation: Keystone::INSTALLED_RELEASE_ANNOTATION,
+            stopped: false,
         };
         let api = render::workload(&owner, &model, &model.workloads[0], &params).expect("renders");
         let job = render::job(

@@ -1,6 +1,7 @@
-//! Job groups and a workload's own Secrets (a Nova cell's database and bus):
-//! the registry's rule that a per-group Job has groups to run for, and what
-//! the shared renderer gives a group's Job and a workload with its own Secrets.
+//! What the widened model renders: Job groups and a workload's own Secrets (a
+//! Nova cell's database and bus) — the registry's rule that a per-group Job
+//! has groups to run for, a group's Job, a workload with its own Secrets —
+//! and a workload stopped for an offline step.
 
 use ratchet_api::common::SecretKeyRef;
 use ratchet_operator::registry::{Registry, ServiceFn};
@@ -132,6 +133,7 @@ fn a_workload_with_its_own_secrets_reads_them_and_they_wake_the_resource() {
         pin: None,
         config_hash: "h",
         installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
+        stopped: false,
     };
     let api = render::workload(&owner, &model, &model.workloads[0], &params).expect("renders");
     let env = env_of(&api["spec"]["template"]["spec"]["containers"][0]);
@@ -148,4 +150,32 @@ fn a_workload_with_its_own_secrets_reads_them_and_they_wake_the_resource() {
     for secret in ["placement-db", "cell1-db", "api-db"] {
         assert!(named.contains(&secret), "{secret} not among {named:?}");
     }
+}
+
+#[test]
+fn a_workload_stopped_for_an_offline_step_renders_no_replica_and_a_new_template_hash() {
+    let (owner, model) = widened();
+    let render = |stopped| {
+        let params = PodParams {
+            image: "placement:2026.1",
+            installed_release: "2026.1",
+            pin: None,
+            config_hash: "h",
+            installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
+            stopped,
+        };
+        render::workload(&owner, &model, &model.workloads[0], &params).expect("renders")
+    };
+    let (serving, stopped) = (render(false), render(true));
+    assert_eq!(serving["spec"]["replicas"], 1);
+    assert_eq!(stopped["spec"]["replicas"], 0);
+    // The apply is skipped only on an unchanged hash: stopping must change it.
+    let hash = |object: &Value| {
+        object["metadata"]["annotations"][ratchet_operator::labels::TEMPLATE_HASH].clone()
+    };
+    assert_ne!(hash(&serving), hash(&stopped));
+    assert_eq!(
+        serving["spec"]["template"], stopped["spec"]["template"],
+        "the pods' template is the same: they come back as they were"
+    );
 }
