@@ -22,12 +22,12 @@ use super::caches::{Caches, named};
 use super::contract::OpenStackService;
 use super::contract::ServiceStatus;
 use super::key_secrets;
-use super::model::{SecretEnv, ServiceModel, WorkloadKind};
+use super::model::{SecretEnv, ServiceModel};
 use super::observe::{Children, LiveWorkload, observe};
 use super::own_writes::{ChildWrites, OwnWrites, cached_form};
 use super::ownership::Claims;
 use super::registration;
-use super::render::{self, Owner, PodParams};
+use super::render::{self, Owner, PodParams, Workload};
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -267,18 +267,17 @@ impl<S: OpenStackService> Pass<S> {
                     let unchanged = live.is_some_and(|l| {
                         l.kind() == workload.kind
                             && l.annotation(TEMPLATE_HASH).is_some()
-                            && l.annotation(TEMPLATE_HASH)
-                                == desired["metadata"]["annotations"][TEMPLATE_HASH].as_str()
+                            && l.annotation(TEMPLATE_HASH) == desired.template_hash()
                     });
-                    match workload.kind {
-                        WorkloadKind::Deployment if !unchanged => {
-                            let applied =
-                                apply(&deployments, name, &render::deployment(desired)?).await?;
-                            let written = cached_form(&applied)?;
-                            self.children_written.deployments.remember(written);
+                    match desired {
+                        Workload::Deployment(deployment) => {
+                            if !unchanged {
+                                let applied = apply(&deployments, name, &deployment).await?;
+                                let written = cached_form(&applied)?;
+                                self.children_written.deployments.remember(written);
+                            }
                         }
-                        WorkloadKind::Deployment => {}
-                        WorkloadKind::StatefulSet => {
+                        Workload::StatefulSet(set) => {
                             // The headless Service gives the pods their names.
                             self.apply_service(
                                 ctx,
@@ -287,9 +286,7 @@ impl<S: OpenStackService> Pass<S> {
                             )
                             .await?;
                             if !unchanged {
-                                let applied =
-                                    apply(&stateful_sets, name, &render::stateful_set(desired)?)
-                                        .await?;
+                                let applied = apply(&stateful_sets, name, &set).await?;
                                 let written = cached_form(&applied)?;
                                 self.children_written.stateful_sets.remember(written);
                             }

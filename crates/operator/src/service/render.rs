@@ -3,13 +3,26 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+    RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy,
+};
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec as JobObjectSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyRule,
+};
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    EnvVar, EnvVarSource, ExecAction, Lifecycle, LifecycleHandler,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    SeccompProfile, Secret, SecretKeySelector, SecretVolumeSource, SecurityContext, Service,
+    ServicePort, ServiceSpec, SleepAction, TCPSocketAction, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use ratchet_phase_machine::hash::content_hash;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::model::{
     ENV_JOB_GROUP, JobGroup, KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel,
@@ -58,14 +71,15 @@ impl Owner {
         name: &str,
         component: &str,
         annotations: BTreeMap<String, String>,
-    ) -> Value {
-        json!({
-            "name": name,
-            "namespace": self.namespace,
-            "labels": self.labels(component),
-            "annotations": annotations,
-            "ownerReferences": [self.reference],
-        })
+    ) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(self.namespace.clone()),
+            labels: Some(self.labels(component)),
+            annotations: Some(annotations),
+            owner_references: Some(vec![self.reference.clone()]),
+            ..ObjectMeta::default()
+        }
     }
 
     pub fn config_map_name(&self) -> String {
@@ -77,67 +91,118 @@ impl Owner {
     }
 }
 
+/// The hash of what an object renders to: a changed rendering is applied, an
+/// unchanged one is not.
+fn hash_of(rendered: &impl Serialize) -> Result<String> {
+    Ok(content_hash(serde_json::to_string(rendered)?.as_bytes()))
+}
+
+fn hash_annotation(hash: String) -> BTreeMap<String, String> {
+    BTreeMap::from([(labels::TEMPLATE_HASH.to_string(), hash)])
+}
+
 /// The ConfigMap holding `files`, the model's rendered configuration and the
 /// files beside it, annotated with the hash of its content: the cache keeps
 /// the hash, not the files.
 pub fn config_map(owner: &Owner, files: &BTreeMap<&str, &str>) -> Result<ConfigMap> {
-    let hash = content_hash(serde_json::to_string(files)?.as_bytes());
-    let annotations = BTreeMap::from([(labels::TEMPLATE_HASH.to_string(), hash)]);
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": owner.metadata(&owner.config_map_name(), "config", annotations),
-        "data": files,
-    }))?)
+    let annotations = hash_annotation(hash_of(files)?);
+    Ok(ConfigMap {
+        metadata: owner.metadata(&owner.config_map_name(), "config", annotations),
+        data: Some(
+            files
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        ..ConfigMap::default()
+    })
+}
+
+fn runtime_default_seccomp() -> Option<SeccompProfile> {
+    Some(SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        ..SeccompProfile::default()
+    })
 }
 
 /// Restricted pod security: non-root, no privilege escalation, no capabilities,
 /// the runtime's default seccomp profile.
-fn restricted_container_security() -> Value {
-    json!({
-        "runAsNonRoot": true,
-        "allowPrivilegeEscalation": false,
-        "capabilities": { "drop": ["ALL"] },
-        "seccompProfile": { "type": "RuntimeDefault" },
-    })
+fn restricted_container_security() -> SecurityContext {
+    SecurityContext {
+        run_as_non_root: Some(true),
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Capabilities::default()
+        }),
+        seccomp_profile: runtime_default_seccomp(),
+        ..SecurityContext::default()
+    }
 }
 
 /// A workload that opted in to privilege (a Cinder LVM back end): rootwrap runs
 /// `sudo`, which needs privilege escalation, and LVM needs the host's devices.
 /// A privileged container runs unconfined by seccomp whatever it asks for.
-fn privileged_container_security() -> Value {
-    json!({
-        "privileged": true,
-        "allowPrivilegeEscalation": true,
-        "runAsNonRoot": false,
-        "runAsUser": 0,
-    })
+fn privileged_container_security() -> SecurityContext {
+    SecurityContext {
+        privileged: Some(true),
+        allow_privilege_escalation: Some(true),
+        run_as_non_root: Some(false),
+        run_as_user: Some(0),
+        ..SecurityContext::default()
+    }
 }
 
 /// The pod's security context: the model's user and groups, or root for a
 /// privileged workload.
-fn pod_security(model: &ServiceModel, privileged: bool) -> Value {
+fn pod_security(model: &ServiceModel, privileged: bool) -> PodSecurityContext {
     if privileged {
-        return json!({ "runAsNonRoot": false, "runAsUser": 0, "runAsGroup": 0 });
+        return PodSecurityContext {
+            run_as_non_root: Some(false),
+            run_as_user: Some(0),
+            run_as_group: Some(0),
+            ..PodSecurityContext::default()
+        };
     }
     let identity = &model.identity;
-    json!({
-        "runAsNonRoot": true,
-        "runAsUser": identity.run_as_user,
-        "runAsGroup": identity.run_as_group,
-        "fsGroup": identity.fs_group,
-        "seccompProfile": { "type": "RuntimeDefault" },
-    })
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(identity.run_as_user),
+        run_as_group: Some(identity.run_as_group),
+        fs_group: Some(identity.fs_group),
+        seccomp_profile: runtime_default_seccomp(),
+        ..PodSecurityContext::default()
+    }
+}
+
+fn plain_env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        ..EnvVar::default()
+    }
+}
+
+fn secret_env(secret: &SecretEnv) -> EnvVar {
+    EnvVar {
+        name: secret.env.clone(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.source.secret_name.clone(),
+                key: secret.source.key.clone(),
+                ..SecretKeySelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
 }
 
 /// The environment of a pod or Job of the model: variables from Secret keys
 /// (the model's, with those of the workload or Job group that has its `own`
 /// in their place), then the model's plain ones.
-fn model_env(model: &ServiceModel, own: &[SecretEnv]) -> Vec<Value> {
-    let plain = model
-        .env
-        .iter()
-        .map(|(name, value)| json!({ "name": name, "value": value }));
+fn model_env(model: &ServiceModel, own: &[SecretEnv]) -> Vec<EnvVar> {
+    let plain = model.env.iter().map(|(name, value)| plain_env(name, value));
     with_own(model.pod_secrets(), own)
         .map(secret_env)
         .chain(plain)
@@ -150,28 +215,18 @@ fn job_env(
     model: &ServiceModel,
     secrets: Option<&[SecretEnv]>,
     group: Option<&JobGroup>,
-) -> Vec<Value> {
+) -> Vec<EnvVar> {
     let Some(secrets) = secrets else {
         let own = group.map_or(&[][..], |g| g.secrets.as_slice());
         let mut env = model_env(model, own);
         env.extend(model.job_secrets.iter().map(secret_env));
         if let Some(group) = group {
-            env.push(json!({ "name": ENV_JOB_GROUP, "value": group.name }));
+            env.push(plain_env(ENV_JOB_GROUP, &group.name));
         }
         return env;
     };
-    let plain = model
-        .env
-        .iter()
-        .map(|(name, value)| json!({ "name": name, "value": value }));
+    let plain = model.env.iter().map(|(name, value)| plain_env(name, value));
     secrets.iter().map(secret_env).chain(plain).collect()
-}
-
-fn secret_env(secret: &SecretEnv) -> Value {
-    json!({
-        "name": secret.env,
-        "valueFrom": { "secretKeyRef": { "name": secret.source.secret_name, "key": secret.source.key } },
-    })
 }
 
 /// Owner-only and group-readable (the pod's fsGroup): keys are read by the
@@ -180,60 +235,96 @@ const KEY_FILE_MODE: i32 = 0o440;
 
 /// A key Secret as first created: a fresh key in each of its keys.
 pub fn key_secret(owner: &Owner, secret: &KeySecret) -> Result<Secret> {
-    let data: BTreeMap<&str, String> = secret.keys.iter().map(|k| (*k, new_key())).collect();
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": owner.metadata(&secret.secret_name, "keys", BTreeMap::new()),
-        "type": "Opaque",
-        "stringData": data,
-    }))?)
+    Ok(Secret {
+        metadata: owner.metadata(&secret.secret_name, "keys", BTreeMap::new()),
+        type_: Some("Opaque".into()),
+        string_data: Some(
+            secret
+                .keys
+                .iter()
+                .map(|k| (k.to_string(), new_key()))
+                .collect(),
+        ),
+        ..Secret::default()
+    })
 }
 
 fn pod_spec(
     owner: &Owner,
     model: &ServiceModel,
-    security: Value,
-    container: Value,
+    security: PodSecurityContext,
+    container: Container,
     restart_policy: &str,
-) -> Value {
+) -> PodSpec {
     let mut volumes = vec![
-        json!({ "name": "config", "configMap": { "name": owner.config_map_name() } }),
-        json!({ "name": "state", "emptyDir": {} }),
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: owner.config_map_name(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        empty_dir("state"),
     ];
-    volumes.extend(
-        (0..model.scratch_dirs.len())
-            .map(|i| json!({ "name": format!("scratch-{i}"), "emptyDir": {} })),
-    );
-    volumes.extend(model.key_secrets.iter().enumerate().map(|(i, s)| {
-        json!({ "name": format!("keys-{i}"), "secret": { "secretName": s.secret_name, "defaultMode": KEY_FILE_MODE } })
+    volumes.extend((0..model.scratch_dirs.len()).map(|i| empty_dir(&format!("scratch-{i}"))));
+    volumes.extend(model.key_secrets.iter().enumerate().map(|(i, s)| Volume {
+        name: format!("keys-{i}"),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(s.secret_name.clone()),
+            default_mode: Some(KEY_FILE_MODE),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
     }));
-    json!({
-        "restartPolicy": restart_policy,
-        "enableServiceLinks": false,
-        "securityContext": security,
-        "containers": [container],
-        "volumes": volumes,
-        "automountServiceAccountToken": false,
-    })
+    PodSpec {
+        restart_policy: Some(restart_policy.into()),
+        enable_service_links: Some(false),
+        security_context: Some(security),
+        containers: vec![container],
+        volumes: Some(volumes),
+        automount_service_account_token: Some(false),
+        ..PodSpec::default()
+    }
 }
 
-fn mounts(model: &ServiceModel) -> Value {
+fn empty_dir(name: &str) -> Volume {
+    Volume {
+        name: name.to_string(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Volume::default()
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.to_string(),
+        mount_path: path.to_string(),
+        read_only: read_only.then_some(true),
+        ..VolumeMount::default()
+    }
+}
+
+fn mounts(model: &ServiceModel) -> Vec<VolumeMount> {
     let mut mounts = vec![
-        json!({ "name": "config", "mountPath": model.config_dir, "readOnly": true }),
-        json!({ "name": "state", "mountPath": model.state_dir }),
+        mount("config", model.config_dir, true),
+        mount("state", model.state_dir, false),
     ];
     mounts.extend(
         model
             .scratch_dirs
             .iter()
             .enumerate()
-            .map(|(i, path)| json!({ "name": format!("scratch-{i}"), "mountPath": path })),
+            .map(|(i, path)| mount(&format!("scratch-{i}"), path, false)),
     );
-    mounts.extend(model.key_secrets.iter().enumerate().map(|(i, s)| {
-        json!({ "name": format!("keys-{i}"), "mountPath": s.mount_path, "readOnly": true })
-    }));
-    Value::Array(mounts)
+    mounts.extend(
+        model
+            .key_secrets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| mount(&format!("keys-{i}"), s.mount_path, true)),
+    );
+    mounts
 }
 
 /// What the machine asked a Job to be.
@@ -261,37 +352,50 @@ pub fn job(owner: &Owner, model: &ServiceModel, spec: &JobSpec) -> Result<Job> {
         spec_hash,
         ..
     } = *spec;
-    let container = json!({
-        "name": suffix,
-        "image": image,
-        "command": command,
-        "env": job_env(model, spec.secrets, spec.group),
-        "volumeMounts": mounts(model),
-        "securityContext": restricted_container_security(),
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    });
+    let container = Container {
+        name: suffix.to_string(),
+        image: Some(image.to_string()),
+        command: Some(command.to_vec()),
+        env: Some(job_env(model, spec.secrets, spec.group)),
+        volume_mounts: Some(mounts(model)),
+        security_context: Some(restricted_container_security()),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        ..Container::default()
+    };
     let annotations = BTreeMap::from([(labels::POD_SPEC_HASH.to_string(), spec_hash.to_string())]);
-    let mut job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": owner.metadata(&owner.job_name(suffix), suffix, annotations),
-        "spec": {
-            "backoffLimit": spec.backoff_limit,
-            "template": {
-                "metadata": { "labels": owner.labels(suffix) },
-                "spec": pod_spec(owner, model, pod_security(model, false), container, "Never"),
-            }
-        }
+    let pod_failure_policy = (!spec.fail_fast_exit_codes.is_empty()).then(|| PodFailurePolicy {
+        rules: vec![PodFailurePolicyRule {
+            action: "FailJob".into(),
+            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                container_name: Some(suffix.to_string()),
+                operator: "In".into(),
+                values: spec.fail_fast_exit_codes.to_vec(),
+            }),
+            ..PodFailurePolicyRule::default()
+        }],
     });
-    if !spec.fail_fast_exit_codes.is_empty() {
-        job["spec"]["podFailurePolicy"] = json!({
-            "rules": [{
-                "action": "FailJob",
-                "onExitCodes": { "containerName": suffix, "operator": "In", "values": spec.fail_fast_exit_codes },
-            }]
-        });
-    }
-    Ok(serde_json::from_value(job)?)
+    Ok(Job {
+        metadata: owner.metadata(&owner.job_name(suffix), suffix, annotations),
+        spec: Some(JobObjectSpec {
+            backoff_limit: Some(spec.backoff_limit),
+            pod_failure_policy,
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(owner.labels(suffix)),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod_spec(
+                    owner,
+                    model,
+                    pod_security(model, false),
+                    container,
+                    "Never",
+                )),
+            },
+            ..JobObjectSpec::default()
+        }),
+        ..Job::default()
+    })
 }
 
 /// What the machine asked a workload's pods to run.
@@ -308,6 +412,94 @@ pub struct PodParams<'a> {
     pub stopped: bool,
 }
 
+/// A long-running workload as its kind renders it (serialized as that object).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Workload {
+    Deployment(Deployment),
+    StatefulSet(StatefulSet),
+}
+
+impl Workload {
+    /// The hash of its template and replicas, which an unchanged workload's
+    /// live object carries too.
+    pub fn template_hash(&self) -> Option<&str> {
+        let metadata = match self {
+            Workload::Deployment(d) => &d.metadata,
+            Workload::StatefulSet(s) => &s.metadata,
+        };
+        metadata
+            .annotations
+            .as_ref()?
+            .get(labels::TEMPLATE_HASH)
+            .map(String::as_str)
+    }
+}
+
+/// The workload's container: its command on the machine's image, with its
+/// environment and mounts, its probes and security.
+fn workload_container(
+    workload: &WorkloadModel,
+    image: &str,
+    env: Vec<EnvVar>,
+    mounts: Vec<VolumeMount>,
+) -> Container {
+    let readiness = &workload.readiness;
+    let mut container = Container {
+        name: workload.component.clone(),
+        image: Some(image.to_string()),
+        command: Some(workload.command.clone()),
+        env: Some(env),
+        volume_mounts: Some(mounts),
+        security_context: Some(if workload.privileged {
+            privileged_container_security()
+        } else {
+            restricted_container_security()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        resources: workload.resources.clone(),
+        readiness_probe: Some(Probe {
+            exec: Some(ExecAction {
+                command: Some(readiness.command.clone()),
+            }),
+            period_seconds: Some(readiness.period_seconds),
+            timeout_seconds: Some(readiness.period_seconds),
+            failure_threshold: Some(3),
+            ..Probe::default()
+        }),
+        ..Container::default()
+    };
+    if let Some(port) = workload.api_port {
+        container.ports = Some(vec![ContainerPort {
+            name: Some("api".into()),
+            container_port: port,
+            ..ContainerPort::default()
+        }]);
+        container.liveness_probe = Some(Probe {
+            tcp_socket: Some(TCPSocketAction {
+                port: IntOrString::String("api".into()),
+                ..TCPSocketAction::default()
+            }),
+            initial_delay_seconds: Some(15),
+            period_seconds: Some(10),
+            failure_threshold: Some(6),
+            ..Probe::default()
+        });
+    }
+    if let Some(seconds) = workload.pre_stop_sleep_seconds {
+        container.lifecycle = Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                sleep: Some(SleepAction {
+                    seconds: i64::from(seconds),
+                }),
+                ..LifecycleHandler::default()
+            }),
+            ..Lifecycle::default()
+        });
+    }
+    container
+}
+
 /// A long-running workload, as a Deployment or a StatefulSet. The template
 /// hash annotation lets the controller skip applying an unchanged object.
 pub fn workload(
@@ -315,13 +507,13 @@ pub fn workload(
     model: &ServiceModel,
     workload: &WorkloadModel,
     params: &PodParams,
-) -> Result<Value> {
+) -> Result<Workload> {
     let mut env = model_env(model, &workload.secrets);
     env.extend(
         workload
             .env
             .iter()
-            .map(|(name, value)| json!({ "name": name, "value": value })),
+            .map(|(name, value)| plain_env(name, value)),
     );
     let mut pod_annotations = BTreeMap::from([(
         labels::CONFIG_HASH.to_string(),
@@ -337,7 +529,7 @@ pub fn workload(
             .ok_or(Error::Model(
                 "the profile pins, but the model names no pin option",
             ))?;
-        env.push(json!({ "name": variable, "value": pin }));
+        env.push(plain_env(&variable, pin));
         pod_annotations.insert(PIN_ANNOTATION.to_string(), pin.to_string());
     }
     if workload.carries_installed_release {
@@ -350,45 +542,17 @@ pub fn workload(
     let mut claim_volumes = Vec::new();
     for (index, (claim, path)) in workload.claims.iter().enumerate() {
         let volume = format!("claim-{index}");
-        if let Some(list) = volume_mounts.as_array_mut() {
-            list.push(json!({ "name": volume, "mountPath": path }));
-        }
-        claim_volumes
-            .push(json!({ "name": volume, "persistentVolumeClaim": { "claimName": claim } }));
-    }
-    let mut container = json!({
-        "name": workload.component,
-        "image": params.image,
-        "command": workload.command,
-        "env": env,
-        "volumeMounts": volume_mounts,
-        "securityContext": if workload.privileged {
-            privileged_container_security()
-        } else {
-            restricted_container_security()
-        },
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    });
-    if let Some(resources) = &workload.resources {
-        container["resources"] = serde_json::to_value(resources)?;
-    }
-    let readiness = &workload.readiness;
-    container["readinessProbe"] = json!({
-        "exec": { "command": readiness.command },
-        "periodSeconds": readiness.period_seconds,
-        "timeoutSeconds": readiness.period_seconds,
-        "failureThreshold": 3,
-    });
-    if workload.api_port.is_some() {
-        container["ports"] = json!([{ "name": "api", "containerPort": workload.api_port }]);
-        container["livenessProbe"] = json!({
-            "tcpSocket": { "port": "api" },
-            "initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 6,
+        volume_mounts.push(mount(&volume, path, false));
+        claim_volumes.push(Volume {
+            name: volume,
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.clone(),
+                ..PersistentVolumeClaimVolumeSource::default()
+            }),
+            ..Volume::default()
         });
     }
-    if let Some(seconds) = workload.pre_stop_sleep_seconds {
-        container["lifecycle"] = json!({ "preStop": { "sleep": { "seconds": seconds } } });
-    }
+    let container = workload_container(workload, params.image, env, volume_mounts);
     let selector = owner.labels(&workload.component);
     let mut spec = pod_spec(
         owner,
@@ -397,74 +561,78 @@ pub fn workload(
         container,
         "Always",
     );
-    if let Some(volumes) = spec["volumes"].as_array_mut() {
-        volumes.extend(claim_volumes);
-    }
-    if let Some(seconds) = workload.termination_grace_seconds {
-        spec["terminationGracePeriodSeconds"] = json!(seconds);
-    }
-    let template = json!({
-        "metadata": { "labels": selector, "annotations": pod_annotations },
-        "spec": spec,
-    });
-    let template_hash = content_hash(serde_json::to_string(&template)?.as_bytes());
-    let replicas = if params.stopped { 0 } else { workload.replicas };
-    let annotations = BTreeMap::from([(
-        labels::TEMPLATE_HASH.to_string(),
-        format!("{template_hash}-{replicas}"),
-    )]);
-    let metadata = owner.metadata(&workload.name, &workload.component, annotations);
-    Ok(match workload.kind {
-        WorkloadKind::Deployment => json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": metadata,
-            "spec": {
-                "replicas": replicas,
-                "selector": { "matchLabels": selector },
-                "progressDeadlineSeconds": model.rollout_deadline_seconds,
-                // Zero downtime: a new pod must be ready before an old one goes.
-                "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } },
-                "template": template,
-            }
+    spec.volumes
+        .get_or_insert_with(Vec::new)
+        .extend(claim_volumes);
+    spec.termination_grace_period_seconds = workload.termination_grace_seconds;
+    let template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(selector.clone()),
+            annotations: Some(pod_annotations),
+            ..ObjectMeta::default()
         }),
-        WorkloadKind::StatefulSet => json!({
-            "apiVersion": "apps/v1",
-            "kind": "StatefulSet",
-            "metadata": metadata,
-            "spec": {
-                "replicas": replicas,
-                "serviceName": workload.name,
-                "selector": { "matchLabels": selector },
+        spec: Some(spec),
+    };
+    let replicas = if params.stopped { 0 } else { workload.replicas };
+    let annotations = hash_annotation(format!("{}-{replicas}", hash_of(&template)?));
+    let metadata = owner.metadata(&workload.name, &workload.component, annotations);
+    let selector = LabelSelector {
+        match_labels: Some(selector),
+        ..LabelSelector::default()
+    };
+    Ok(match workload.kind {
+        WorkloadKind::Deployment => Workload::Deployment(Deployment {
+            metadata,
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                selector,
+                progress_deadline_seconds: Some(model.rollout_deadline_seconds),
+                // Zero downtime: a new pod must be ready before an old one goes.
+                strategy: Some(DeploymentStrategy {
+                    type_: Some("RollingUpdate".into()),
+                    rolling_update: Some(RollingUpdateDeployment {
+                        max_surge: Some(IntOrString::Int(1)),
+                        max_unavailable: Some(IntOrString::Int(0)),
+                    }),
+                }),
+                template,
+                ..DeploymentSpec::default()
+            }),
+            ..Deployment::default()
+        }),
+        WorkloadKind::StatefulSet => Workload::StatefulSet(StatefulSet {
+            metadata,
+            spec: Some(StatefulSetSpec {
+                replicas: Some(replicas),
+                service_name: Some(workload.name.clone()),
+                selector,
                 // Replaced one pod at a time, highest ordinal first, each only
                 // after the previous one is ready again.
-                "podManagementPolicy": "OrderedReady",
-                "updateStrategy": { "type": "RollingUpdate", "rollingUpdate": { "partition": 0 } },
-                "template": template,
-            }
+                pod_management_policy: Some("OrderedReady".into()),
+                update_strategy: Some(StatefulSetUpdateStrategy {
+                    type_: Some("RollingUpdate".into()),
+                    rolling_update: Some(RollingUpdateStatefulSetStrategy {
+                        partition: Some(0),
+                        ..RollingUpdateStatefulSetStrategy::default()
+                    }),
+                }),
+                template,
+                ..StatefulSetSpec::default()
+            }),
+            ..StatefulSet::default()
         }),
     })
 }
 
-pub fn deployment(value: Value) -> Result<Deployment> {
-    Ok(serde_json::from_value(value)?)
-}
-
-pub fn stateful_set(value: Value) -> Result<StatefulSet> {
-    Ok(serde_json::from_value(value)?)
-}
-
 /// A Service, annotated with the hash of its rendering so an unchanged one is
 /// not applied again.
-fn service(owner: &Owner, name: &str, component: &str, spec: Value) -> Result<Service> {
-    let hash = content_hash(serde_json::to_string(&spec)?.as_bytes());
-    let annotations = BTreeMap::from([(labels::TEMPLATE_HASH.to_string(), hash)]);
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": owner.metadata(name, component, annotations),
-        "spec": spec,
-    }))?)
+fn service(owner: &Owner, name: &str, component: &str, spec: ServiceSpec) -> Result<Service> {
+    let annotations = hash_annotation(hash_of(&spec)?);
+    Ok(Service {
+        metadata: owner.metadata(name, component, annotations),
+        spec: Some(spec),
+        ..Service::default()
+    })
 }
 
 /// The API's Service, named after the resource.
@@ -473,10 +641,16 @@ pub fn api_service(owner: &Owner, workload: &WorkloadModel, port: i32) -> Result
         owner,
         &owner.name,
         &workload.component,
-        json!({
-            "selector": owner.labels(&workload.component),
-            "ports": [{ "name": "api", "port": port, "targetPort": "api" }],
-        }),
+        ServiceSpec {
+            selector: Some(owner.labels(&workload.component)),
+            ports: Some(vec![ServicePort {
+                name: Some("api".into()),
+                port,
+                target_port: Some(IntOrString::String("api".into())),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        },
     )
 }
 
@@ -486,10 +660,11 @@ pub fn headless_service(owner: &Owner, workload: &WorkloadModel) -> Result<Servi
         owner,
         &workload.name,
         &workload.component,
-        json!({
-            "clusterIP": "None",
-            "selector": owner.labels(&workload.component),
-            "publishNotReadyAddresses": true,
-        }),
+        ServiceSpec {
+            cluster_ip: Some("None".into()),
+            selector: Some(owner.labels(&workload.component)),
+            publish_not_ready_addresses: Some(true),
+            ..ServiceSpec::default()
+        },
     )
 }

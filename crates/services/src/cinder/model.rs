@@ -315,7 +315,10 @@ mod tests {
             .workloads
             .iter()
             .map(|w| {
-                let object = render::workload(&owner, &model, w, &params).expect("renders");
+                let object = serde_json::to_value(
+                    render::workload(&owner, &model, w, &params).expect("renders"),
+                )
+                .expect("json");
                 (w.name.clone(), object)
             })
             .collect();

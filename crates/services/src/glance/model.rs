@@ -126,7 +126,10 @@ mod tests {
             installed_release_annotation: Glance::INSTALLED_RELEASE_ANNOTATION,
             stopped: false,
         };
-        let api = render::workload(&owner, &model, &model.workloads[0], &params).expect("renders");
+        let api = serde_json::to_value(
+            render::workload(&owner, &model, &model.workloads[0], &params).expect("renders"),
+        )
+        .expect("json");
         let job = render::job(
             &owner,
             &model,

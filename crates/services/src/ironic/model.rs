@@ -132,7 +132,10 @@ mod tests {
             stopped: false,
         };
         for workload in &model.workloads {
-            let object = render::workload(&owner, &model, workload, &params).expect("renders");
+            let object = serde_json::to_value(
+                render::workload(&owner, &model, workload, &params).expect("renders"),
+            )
+            .expect("json");
             let pod = &object["spec"]["template"]["spec"];
             assert_eq!(pod["securityContext"]["runAsUser"], 42422, "{object}");
             assert_eq!(pod["securityContext"]["fsGroup"], 42422);
@@ -156,7 +159,10 @@ mod tests {
         }
         assert!(!model.config.clone().expect("renders").contains("password"));
         let conductor = model.workload("i-conductor").expect("conductor");
-        let object = render::workload(&owner, &model, conductor, &params).expect("renders");
+        let object = serde_json::to_value(
+            render::workload(&owner, &model, conductor, &params).expect("renders"),
+        )
+        .expect("json");
         let check = render::job(
             &owner,
             &model,

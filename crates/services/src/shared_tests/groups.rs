@@ -135,7 +135,10 @@ fn a_workload_with_its_own_secrets_reads_them_and_they_wake_the_resource() {
         installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
         stopped: false,
     };
-    let api = render::workload(&owner, &model, &model.workloads[0], &params).expect("renders");
+    let api = serde_json::to_value(
+        render::workload(&owner, &model, &model.workloads[0], &params).expect("renders"),
+    )
+    .expect("json");
     let env = env_of(&api["spec"]["template"]["spec"]["containers"][0]);
     assert!(
         env.contains(&(variable.clone(), "api-db".into())),
@@ -164,7 +167,10 @@ fn a_workload_stopped_for_an_offline_step_renders_no_replica_and_a_new_template_
             installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
             stopped,
         };
-        render::workload(&owner, &model, &model.workloads[0], &params).expect("renders")
+        serde_json::to_value(
+            render::workload(&owner, &model, &model.workloads[0], &params).expect("renders"),
+        )
+        .expect("json")
     };
     let (serving, stopped) = (render(false), render(true));
     assert_eq!(serving["spec"]["replicas"], 1);
