@@ -9,6 +9,7 @@ mod cached;
 pub mod caches;
 pub mod contract;
 mod controller;
+pub mod desired;
 pub mod identity;
 pub mod ini;
 mod key_secrets;

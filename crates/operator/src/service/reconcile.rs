@@ -11,7 +11,6 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use ratchet_api::common::PendingEvent;
 use ratchet_phase_machine::hash::content_hash;
-use ratchet_phase_machine::registration::SUFFIX as REGISTRATION;
 use ratchet_phase_machine::vocabulary::event;
 use ratchet_phase_machine::{
     CheckReport, Decision, Event, EventType, JobAction, Observed, Outcome, Profile, WorkloadAction,
@@ -21,13 +20,14 @@ use ratchet_phase_machine::{
 use super::caches::{Caches, named};
 use super::contract::OpenStackService;
 use super::contract::ServiceStatus;
+use super::desired::{self, Desired};
 use super::key_secrets;
-use super::model::{SecretEnv, ServiceModel};
+use super::model::ServiceModel;
 use super::observe::{Children, LiveWorkload, observe};
 use super::own_writes::{ChildWrites, OwnWrites, cached_form};
 use super::ownership::Claims;
 use super::registration;
-use super::render::{self, Owner, PodParams, Workload};
+use super::render::{self, Owner, Workload};
 use crate::children::{JobEnsured, REPLACE_RETRY, apply, delete_background, ensure_job};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -129,14 +129,20 @@ impl<S: OpenStackService> Pass<S> {
         )?;
         observed.children_in_the_way.extend(predecessor_keys);
         observed.registration = registration.as_ref().map(|r| r.observed.clone());
-        let jobs = JobInputs {
-            model: &model,
-            children: &children,
-            registration_secrets: registration.as_ref().map(|r| r.secrets.as_slice()),
-        };
         let decision = decide(profile, &observed);
         record_phase(&ctx, S::SERVICE, &owner, &observed, &decision);
         tracing::debug!(service = S::SERVICE, name = %owner.name, namespace = %owner.namespace, outcome = ?decision.outcome, "decided");
+        // Everything the pass writes is rendered before anything is applied.
+        let desired = Desired::render(
+            &owner,
+            &model,
+            &decision,
+            &desired::Inputs {
+                config_hash: &config_hash,
+                installed_release_annotation: S::INSTALLED_RELEASE_ANNOTATION,
+                registration_secrets: registration.as_ref().map(|r| r.secrets.as_slice()),
+            },
+        )?;
 
         // Deletions land before the status moves on (an abort clears the phase
         // only once its Jobs are going); everything else is independent and runs
@@ -145,11 +151,12 @@ impl<S: OpenStackService> Pass<S> {
             .jobs
             .iter()
             .partition(|a| matches!(a, JobAction::Delete { .. }));
-        self.execute_jobs(&ctx, &owner, &jobs, &deletions).await?;
+        self.execute_jobs(&ctx, &owner, &children, &desired, &deletions)
+            .await?;
         let reference = object.object_ref(&());
         let (replacing, _, written) = tokio::try_join!(
-            self.execute_jobs(&ctx, &owner, &jobs, &ensures),
-            self.execute_workloads(&ctx, &owner, &model, &children, &decision, &config_hash),
+            self.execute_jobs(&ctx, &owner, &children, &desired, &ensures),
+            self.execute_workloads(&ctx, &owner, &model, &children, &decision, &desired),
             record_transition(
                 &ctx,
                 profile,
@@ -226,21 +233,17 @@ impl<S: OpenStackService> Pass<S> {
         model: &ServiceModel,
         children: &Children,
         decision: &Decision,
-        config_hash: &str,
+        desired: &Desired,
     ) -> Result<()> {
         let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         let stateful_sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         let services: Api<Service> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         for action in &decision.workloads {
             match action {
-                WorkloadAction::Apply {
-                    name,
-                    image,
-                    installed_release,
-                    pin,
-                    stopped,
-                } => {
-                    let Some(workload) = model.workload(name) else {
+                WorkloadAction::Apply { name, .. } => {
+                    let (Some(workload), Some(wanted)) =
+                        (model.workload(name), desired.workload(name))
+                    else {
                         continue;
                     };
                     if let Some(old) = children.replaced.get(name) {
@@ -250,55 +253,30 @@ impl<S: OpenStackService> Pass<S> {
                         delete_foreground(&deployments, &stateful_sets, name, old).await?;
                         continue;
                     }
-                    let desired = render::workload(
-                        owner,
-                        model,
-                        workload,
-                        &PodParams {
-                            image,
-                            installed_release,
-                            pin: pin.as_deref(),
-                            config_hash,
-                            installed_release_annotation: S::INSTALLED_RELEASE_ANNOTATION,
-                            stopped: *stopped,
-                        },
-                    )?;
                     let live = children.workloads.get(name);
                     let unchanged = live.is_some_and(|l| {
                         l.kind() == workload.kind
                             && l.annotation(TEMPLATE_HASH).is_some()
-                            && l.annotation(TEMPLATE_HASH) == desired.template_hash()
+                            && l.annotation(TEMPLATE_HASH) == wanted.object.template_hash()
                     });
-                    match desired {
-                        Workload::Deployment(deployment) => {
-                            if !unchanged {
-                                let applied = apply(&deployments, name, &deployment).await?;
-                                let written = cached_form(&applied)?;
-                                self.children_written.deployments.remember(written);
-                            }
-                        }
-                        Workload::StatefulSet(set) => {
-                            // The headless Service gives the pods their names.
-                            self.apply_service(
-                                ctx,
-                                owner,
-                                &render::headless_service(owner, workload)?,
-                            )
-                            .await?;
-                            if !unchanged {
-                                let applied = apply(&stateful_sets, name, &set).await?;
-                                let written = cached_form(&applied)?;
-                                self.children_written.stateful_sets.remember(written);
-                            }
-                        }
+                    if let Some(headless) = &wanted.headless {
+                        self.apply_service(ctx, owner, headless).await?;
                     }
-                    if let Some(port) = workload.api_port {
-                        self.apply_service(
-                            ctx,
-                            owner,
-                            &render::api_service(owner, workload, port)?,
-                        )
-                        .await?;
+                    match &wanted.object {
+                        Workload::Deployment(deployment) if !unchanged => {
+                            let applied = apply(&deployments, name, deployment).await?;
+                            let written = cached_form(&applied)?;
+                            self.children_written.deployments.remember(written);
+                        }
+                        Workload::StatefulSet(set) if !unchanged => {
+                            let applied = apply(&stateful_sets, name, set).await?;
+                            let written = cached_form(&applied)?;
+                            self.children_written.stateful_sets.remember(written);
+                        }
+                        Workload::Deployment(_) | Workload::StatefulSet(_) => {}
+                    }
+                    if let Some(api) = &wanted.api {
+                        self.apply_service(ctx, owner, api).await?;
                     }
                 }
                 WorkloadAction::Delete { name } => {
@@ -323,54 +301,23 @@ impl<S: OpenStackService> Pass<S> {
         &self,
         ctx: &Context,
         owner: &Owner,
-        inputs: &JobInputs<'_>,
+        children: &Children,
+        desired: &Desired,
         actions: &[&JobAction],
     ) -> Result<bool> {
-        let JobInputs {
-            model,
-            children,
-            registration_secrets,
-        } = *inputs;
         let api: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         let mut replacing = false;
         for action in actions {
             match action {
-                JobAction::Ensure {
-                    suffix,
-                    group,
-                    image,
-                    command,
-                    spec_hash,
-                    backoff_limit,
-                    fail_fast_exit_codes,
-                } => {
-                    let group = match group {
-                        Some(name) => {
-                            Some(model.job_groups.iter().find(|g| g.name == *name).ok_or(
-                                Error::Model("a per-group Job names a group the model lacks"),
-                            )?)
-                        }
-                        None => None,
+                JobAction::Ensure { suffix, .. } => {
+                    let Some(wanted) = desired.job(suffix) else {
+                        continue;
                     };
-                    let desired = render::job(
-                        owner,
-                        model,
-                        &render::JobSpec {
-                            suffix,
-                            image,
-                            command,
-                            spec_hash,
-                            backoff_limit: *backoff_limit,
-                            fail_fast_exit_codes,
-                            secrets: registration_secrets.filter(|_| suffix == REGISTRATION),
-                            group,
-                        },
-                    )?;
                     let live_hash = children
                         .jobs
                         .get(suffix)
                         .map(|live| live.annotation(POD_SPEC_HASH));
-                    match ensure_job(&api, live_hash, &desired).await? {
+                    match ensure_job(&api, live_hash, wanted).await? {
                         JobEnsured::Unchanged => {}
                         JobEnsured::Created(job) => {
                             self.children_written.jobs.remember(cached_form(&job)?)
@@ -390,14 +337,6 @@ impl<S: OpenStackService> Pass<S> {
         }
         Ok(replacing)
     }
-}
-
-/// What rendering a pass's Jobs reads.
-struct JobInputs<'a> {
-    model: &'a ServiceModel,
-    children: &'a Children,
-    /// The registration Job's Secrets, when the spec asks for one.
-    registration_secrets: Option<&'a [SecretEnv]>,
 }
 
 /// The rendering hash a desired object carries.

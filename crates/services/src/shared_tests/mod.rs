@@ -4,6 +4,7 @@
 
 pub mod checked_step;
 mod conversion;
+mod desired;
 mod groups;
 mod install;
 mod pins;
