@@ -123,22 +123,27 @@ fn a_group_s_job_reads_its_group_s_secrets_in_place_of_the_model_s() {
     assert!(!plain.iter().any(|(name, _)| name == ENV_JOB_GROUP));
 }
 
-#[test]
-fn a_workload_with_its_own_secrets_reads_them_and_they_wake_the_resource() {
-    let (owner, model) = widened();
-    let variable = model.secrets[0].env.clone();
+/// The widened model's API rendered, serving or `stopped`.
+fn api(owner: &Owner, model: &ServiceModel, stopped: bool) -> Value {
     let params = PodParams {
         image: "placement:2026.1",
         installed_release: "2026.1",
         pin: None,
         config_hash: "h",
         installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
-        stopped: false,
+        stopped,
     };
-    let api = serde_json::to_value(
-        render::workload(&owner, &model, &model.workloads[0], &params).expect("renders"),
+    serde_json::to_value(
+        render::workload(owner, model, &model.workloads[0], &params).expect("renders"),
     )
-    .expect("json");
+    .expect("json")
+}
+
+#[test]
+fn a_workload_with_its_own_secrets_reads_them_and_they_wake_the_resource() {
+    let (owner, model) = widened();
+    let variable = model.secrets[0].env.clone();
+    let api = api(&owner, &model, false);
     let env = env_of(&api["spec"]["template"]["spec"]["containers"][0]);
     assert!(
         env.contains(&(variable.clone(), "api-db".into())),
@@ -158,21 +163,7 @@ fn a_workload_with_its_own_secrets_reads_them_and_they_wake_the_resource() {
 #[test]
 fn a_workload_stopped_for_an_offline_step_renders_no_replica_and_a_new_template_hash() {
     let (owner, model) = widened();
-    let render = |stopped| {
-        let params = PodParams {
-            image: "placement:2026.1",
-            installed_release: "2026.1",
-            pin: None,
-            config_hash: "h",
-            installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
-            stopped,
-        };
-        serde_json::to_value(
-            render::workload(&owner, &model, &model.workloads[0], &params).expect("renders"),
-        )
-        .expect("json")
-    };
-    let (serving, stopped) = (render(false), render(true));
+    let (serving, stopped) = (api(&owner, &model, false), api(&owner, &model, true));
     assert_eq!(serving["spec"]["replicas"], 1);
     assert_eq!(stopped["spec"]["replicas"], 0);
     // The apply is skipped only on an unchanged hash: stopping must change it.
