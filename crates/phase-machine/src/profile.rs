@@ -250,10 +250,28 @@ impl Phase {
     /// The same phase, running its work offline when a Job asks for it.
     /// A roll phase is returned unchanged.
     pub fn with_offline(mut self, step: Offline) -> Phase {
-        if let Step::Jobs { offline, .. } = &mut self.step {
+        if let Step::Jobs {
+            offline, templates, ..
+        } = &mut self.step
+        {
+            // "Run me offline" is an answer, not a failure to retry.
+            for template in templates.iter_mut() {
+                if !template.fail_fast_exit_codes.contains(&step.exit_code) {
+                    template.fail_fast_exit_codes.push(step.exit_code);
+                }
+            }
             *offline = Some(Box::new(step));
         }
         self
+    }
+
+    /// Whether the Job of `key` may ask for this phase's offline step (its
+    /// exit code must then be read).
+    pub fn may_ask_offline(&self, key: &str, groups: &[String]) -> bool {
+        self.offline().is_some()
+            && job_runs(self.templates(), groups)
+                .iter()
+                .any(|run| run.key() == key)
     }
 
     /// Its offline step, if it has one.

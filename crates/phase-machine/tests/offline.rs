@@ -129,3 +129,18 @@ fn a_job_that_needs_nothing_offline_stops_nothing() {
     assert!(w.history.iter().all(|d| stopped(d).is_empty()));
     assert!(!w.obs.jobs.contains_key("db-contract-offline"));
 }
+
+#[test]
+fn asking_for_the_offline_step_ends_the_job_at_once_and_its_code_is_read() {
+    let w = world();
+    let (_, contracting) = w.profile.phase("Contracting").expect("phase");
+    for template in contracting.templates() {
+        assert!(
+            template.fail_fast_exit_codes.contains(&3),
+            "{}: the Job controller would retry an answer",
+            template.suffix
+        );
+    }
+    assert!(contracting.may_ask_offline("db-contract", &[]));
+    assert!(!contracting.may_ask_offline("db-expand", &[]));
+}

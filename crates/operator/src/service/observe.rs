@@ -229,7 +229,8 @@ fn observed_job(job: &CachedJob) -> ObservedJob {
 
 /// Pods are read only when the machine needs what they say: the upgrade-check
 /// exit code of a finished, unreported reporting Job, or the exit code of a
-/// failed Job whose phase maps exit codes to reasons.
+/// failed Job whose phase maps exit codes to reasons or may ask for its
+/// offline step.
 fn needs_pod_details(
     profile: &Profile,
     groups: &[String],
@@ -247,8 +248,12 @@ fn needs_pod_details(
         let unreported_check = t.reports_check()
             && job.outcome == JobOutcome::Succeeded
             && reported != Some(job.uid.as_str());
-        let failed_with_reasons =
-            !t.exit_reasons.is_empty() && matches!(job.outcome, JobOutcome::Failed { .. });
+        let asks_offline = profile
+            .phases
+            .iter()
+            .any(|p| p.may_ask_offline(suffix, groups));
+        let failed_with_reasons = (!t.exit_reasons.is_empty() || asks_offline)
+            && matches!(job.outcome, JobOutcome::Failed { .. });
         unreported_check || failed_with_reasons
     })
 }
