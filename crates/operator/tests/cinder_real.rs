@@ -37,64 +37,6 @@ async fn service_rows(netns: &ClientNetns, db: &Backing) -> Result<Vec<Vec<Strin
     .await
 }
 
-/// Of `ids`, the volumes whose request oslo.messaging lost on its way to the
-/// next service, read from Cinder's `workers` rows: a create no scheduler took
-/// (no host, no row), a create a scheduler placed and handed on that its back
-/// end never took (a host, the row still the scheduler's), a delete no back end
-/// took (the API's row, naming no service). oslo.messaging acknowledges an RPC
-/// message as it arrives, before it is handled, so one that reaches a process in
-/// the instant it stops is gone (at-most-once delivery; docs/cinder.md). Any
-/// other end fails the test: a service that died mid-work leaves its own row.
-async fn lost_casts(netns: &ClientNetns, db: &Backing, ids: &[&str]) -> Result<Vec<String>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let listed = ids
-        .iter()
-        .map(|id| format!("'{id}'"))
-        .collect::<Vec<_>>()
-        .join(",");
-    let sql = format!(
-        "SELECT v.id FROM volumes v \
-         LEFT JOIN workers w ON w.resource_id = v.id AND w.deleted = 0 \
-         LEFT JOIN services s ON s.id = w.service_id \
-         WHERE v.id IN ({listed}) AND ( \
-           (v.status = 'creating' AND v.host IS NULL AND w.id IS NULL) \
-           OR (v.status = 'creating' AND v.host IS NOT NULL AND s.topic = 'cinder-scheduler') \
-           OR (v.status = 'deleting' AND w.id IS NOT NULL AND w.service_id IS NULL))"
-    );
-    Ok(rows(netns, db, "cinder", &sql)
-        .await?
-        .into_iter()
-        .filter_map(|r| r.into_iter().next())
-        .collect())
-}
-
-/// Of the kept volumes that ended in `error`, those a restarted scheduler
-/// cleaned: its start-up cleanup marks `error` every volume still `creating`
-/// whose `workers` row names it, i.e. one it placed and cast to a back end
-/// that never took it (a lost cast, as in [`lost_casts`], found after the
-/// scheduler's roll instead of before it; its row is gone with the cleanup,
-/// so its log says it).
-fn cleaned_by_a_scheduler(h: &Harness, not_available: &BTreeMap<&String, &String>) -> Vec<String> {
-    let errored: Vec<&str> = not_available
-        .iter()
-        .filter(|(_, status)| status.as_str() == "error")
-        .map(|(id, _)| id.as_str())
-        .collect();
-    let said = log_lines_naming(h, &errored);
-    errored
-        .into_iter()
-        .filter(|id| {
-            said.iter().any(|line| {
-                line.starts_with("cinder-scheduler-")
-                    && line.contains(&format!("Cleaning Volume with id {id} and status creating"))
-            })
-        })
-        .map(str::to_string)
-        .collect()
-}
-
 /// Of the backups not available, those a restarting cinder-backup reset: it
 /// marks `error` every backup still `creating` on its host as it starts
 /// ("incomplete backup reset on manager restart"), before it takes its queue,
@@ -300,35 +242,16 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         "the load made only {} requests",
         tally.requests()
     );
-    let not_available: BTreeMap<_, _> = outcome
-        .kept
-        .iter()
-        .filter(|(_, s)| *s != "available")
-        .collect();
-    let not_gone: BTreeMap<_, _> = outcome
-        .deleted
-        .iter()
-        .filter(|(_, s)| *s != "gone")
-        .collect();
-    let stuck: Vec<&str> = not_available
-        .keys()
-        .chain(not_gone.keys())
-        .map(|id| id.as_str())
-        .collect();
-    let mut lost_casts = lost_casts(&netns, &db, &stuck).await?;
-    lost_casts.extend(cleaned_by_a_scheduler(&h, &not_available));
-    let unexplained: Vec<&str> = stuck
-        .iter()
-        .copied()
-        .filter(|id| !lost_casts.iter().any(|l| l == id))
-        .collect();
+    let (unexplained, lost_casts) =
+        real_cinder::unexplained_volumes(&h, &netns, &db, &outcome).await?;
     eprintln!("LOST CASTS (accepted by the API, never taken by a service): {lost_casts:?}");
     if !unexplained.is_empty() {
+        let ids: Vec<&str> = unexplained.iter().map(String::as_str).collect();
         anyhow::bail!(
-            "kept volumes not available: {not_available:?}; deleted volumes still listed: \
-             {not_gone:?}; Cinder says: {:#?}; the logs say: {:#?}",
+            "volumes not as the client left them, no lost cast explaining them: {unexplained:?}; \
+             Cinder says: {:#?}; the logs say: {:#?}",
             outcome.errors,
-            log_lines_naming(&h, &unexplained),
+            log_lines_naming(&h, &ids),
         );
     }
     // Backups asked for before, during and after the roll of every service

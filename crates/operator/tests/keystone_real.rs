@@ -19,6 +19,7 @@ use common::real::{
     STEADY_WINDOW, claim, clean_upgrade, clean_upgrade_tolerating, installed, latency_figures,
     no_failed_request, prepare_images, registered, rows, secret, stop_load, upgrade,
 };
+use common::real_cinder;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -156,8 +157,16 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         volumes.made().summary,
     );
     no_failed_request(&cinder_tally, 50)?;
-    let lost = volumes.made().lost;
-    ensure!(lost.is_empty(), "volumes lost: {lost:?}");
+    // A request a stopping Cinder service took and dropped is issue 40's, and
+    // accepted only where Cinder's own rows or logs prove it (as in cinder_real).
+    let (unexplained, lost_casts) =
+        real_cinder::unexplained_volumes(&h, &netns, &db, &volumes).await?;
+    eprintln!("LOST CASTS (accepted by the API, never taken by a service): {lost_casts:?}");
+    ensure!(
+        unexplained.is_empty(),
+        "volumes lost: {:?}; unexplained by a lost cast: {unexplained:?}",
+        volumes.made().lost
+    );
     eprintln!(
         "FIGURES glance (authenticated) requests={} failed={} keystone's upgrade: {} glance's upgrade: {} images uploaded={}",
         glance_tally.requests(),
