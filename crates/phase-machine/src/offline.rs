@@ -7,7 +7,7 @@ use crate::chain::{self, Chain};
 use crate::conditions::Verdict;
 use crate::decision::{JobAction, Outcome, WorkloadAction};
 use crate::observe::{Observed, WorkloadId};
-use crate::profile::{JobRun, Offline, Phase};
+use crate::profile::{Offline, Phase};
 use crate::shared::WorkloadParams;
 use crate::vocabulary::reason;
 
@@ -107,11 +107,7 @@ pub fn step(cx: Context) -> OfflineStep {
             Outcome::Waiting,
         );
     }
-    let run = JobRun {
-        template: &offline.template,
-        group: None,
-    };
-    let look = chain::look(&[run], obs, image, "");
+    let look = chain::look(&[offline.run()], obs, image, "");
     match look.state {
         Chain::Done => {
             let starts: Vec<WorkloadAction> =

@@ -81,21 +81,14 @@ pub fn job_runs<'a>(templates: &'a [JobTemplate], groups: &'a [String]) -> Vec<J
     templates
         .iter()
         .flat_map(|template| {
-            let runs: Vec<JobRun<'a>> = if template.per_group {
-                groups
-                    .iter()
-                    .map(|g| JobRun {
-                        template,
-                        group: Some(g.as_str()),
-                    })
-                    .collect()
+            let groups: Vec<Option<&'a str>> = if template.per_group {
+                groups.iter().map(|g| Some(g.as_str())).collect()
             } else {
-                vec![JobRun {
-                    template,
-                    group: None,
-                }]
+                vec![None]
             };
-            runs
+            groups
+                .into_iter()
+                .map(move |group| JobRun { template, group })
         })
         .collect()
 }
@@ -165,6 +158,16 @@ pub struct Offline {
     /// Components of the workloads stopped.
     pub stops: Vec<&'static str>,
     pub template: JobTemplate,
+}
+
+impl Offline {
+    /// Its Job: once, never per group.
+    pub fn run(&self) -> JobRun<'_> {
+        JobRun {
+            template: &self.template,
+            group: None,
+        }
+    }
 }
 
 /// One upgrade phase.
@@ -483,12 +486,12 @@ impl Profile {
             .collect()
     }
 
-    /// Keys of the offline steps' Jobs.
-    pub fn offline_job_keys(&self) -> Vec<&'static str> {
+    /// The offline steps' Jobs.
+    pub fn offline_job_runs(&self) -> impl Iterator<Item = JobRun<'_>> {
         self.phases
             .iter()
-            .filter_map(|p| p.offline().map(|o| o.template.suffix))
-            .collect()
+            .filter_map(Phase::offline)
+            .map(Offline::run)
     }
 
     /// The template behind the Job of key `key` (a sync or phase Job), with
@@ -497,15 +500,9 @@ impl Profile {
         job_runs(&self.db_sync, groups)
             .into_iter()
             .chain(self.phase_job_runs(groups))
+            .chain(self.offline_job_runs())
             .find(|run| run.key() == key)
             .map(|run| run.template)
-            .or_else(|| {
-                self.phases
-                    .iter()
-                    .filter_map(Phase::offline)
-                    .map(|o| &o.template)
-                    .find(|t| t.suffix == key)
-            })
     }
 }
 

@@ -23,13 +23,18 @@ fn normal(reason: &str, message: String) -> Event {
     }
 }
 
+/// Every Job an upgrade may run: each phase's, its offline steps' too.
+fn upgrade_job_runs<'a>(profile: &'a Profile, obs: &'a Observed) -> Vec<JobRun<'a>> {
+    let mut runs = profile.phase_job_runs(&obs.job_groups);
+    runs.extend(profile.offline_job_runs());
+    runs
+}
+
 /// Delete actions for every phase Job that exists.
 fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
-    profile
-        .phase_job_runs(&obs.job_groups)
+    upgrade_job_runs(profile, obs)
         .iter()
         .map(JobRun::key)
-        .chain(profile.offline_job_keys().into_iter().map(str::to_string))
         .filter(|key| obs.jobs.contains_key(key))
         .map(|suffix| JobAction::Delete { suffix })
         .collect()
@@ -39,19 +44,8 @@ fn delete_phase_jobs(profile: &Profile, obs: &Observed) -> Vec<JobAction> {
 /// is exactly what this upgrade runs in that phase is this upgrade's own (a pass
 /// that read a stale resource repeats the initiation) and is kept.
 fn delete_stale_phase_jobs(profile: &Profile, obs: &Observed, image: &str) -> Vec<JobAction> {
-    let offline = profile
-        .phases
+    upgrade_job_runs(profile, obs)
         .iter()
-        .filter_map(Phase::offline)
-        .map(|o| JobRun {
-            template: &o.template,
-            group: None,
-        });
-    profile
-        .phase_job_runs(&obs.job_groups)
-        .iter()
-        .copied()
-        .chain(offline)
         .filter(|run| {
             obs.jobs
                 .get(&run.key())

@@ -70,7 +70,7 @@ fn job_keys(w: &World) -> Vec<String> {
     if w.obs.registration.is_some() {
         all.push(registration::SUFFIX.to_string());
     }
-    all.extend(w.profile.offline_job_keys().into_iter().map(str::to_string));
+    all.extend(w.profile.offline_job_runs().map(|run| run.key()));
     all
 }
 
@@ -179,6 +179,13 @@ fn check_offline(profile: &Profile, before: &Observed, d: &Decision) -> Result<(
     Ok(())
 }
 
+/// Whether `phase` has an offline step whose Job succeeded in `obs`.
+fn offline_succeeded(obs: &Observed, phase: &Phase) -> bool {
+    phase
+        .offline()
+        .is_some_and(|o| all_succeeded(obs, &[o.run()]))
+}
+
 /// Whether every Job of `runs` succeeded in `obs`.
 fn all_succeeded(obs: &Observed, runs: &[JobRun]) -> bool {
     runs.iter().all(|run| {
@@ -247,13 +254,7 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
         let offline_done = profile
             .phases
             .last()
-            .and_then(Phase::offline)
-            .is_some_and(|o| {
-                before
-                    .jobs
-                    .get(o.template.suffix)
-                    .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
-            });
+            .is_some_and(|p| offline_succeeded(before, p));
         let contracted = !was.phase.is_empty()
             && !last_jobs.is_empty()
             && (all_succeeded(before, &last_jobs) || offline_done)
@@ -274,14 +275,9 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
     {
         prop_assert!(to >= from, "phase went back {} → {}", was.phase, now.phase);
         for passed in &profile.phases[from..to] {
-            let offline_done = passed.offline().is_some_and(|o| {
-                before
-                    .jobs
-                    .get(o.template.suffix)
-                    .is_some_and(|j| j.outcome == JobOutcome::Succeeded)
-            });
             prop_assert!(
-                all_succeeded(before, &job_runs(passed.templates(), groups)) || offline_done,
+                all_succeeded(before, &job_runs(passed.templates(), groups))
+                    || offline_succeeded(before, passed),
                 "left {} without its Jobs succeeding",
                 passed.name
             );

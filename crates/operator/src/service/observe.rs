@@ -190,7 +190,7 @@ pub async fn observe<S: OpenStackService>(
         missing_secrets,
         children_in_the_way: claims.waiting_for,
         jobs: observed_jobs,
-        job_groups: model.job_group_names(),
+        job_groups: groups,
         workloads: observed_workloads,
         desired_workloads: model.workload_ids(),
         reported_check_job,

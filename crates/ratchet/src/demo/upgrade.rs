@@ -407,14 +407,12 @@ async fn upgrade_and_recover(
     next.earlier_failure = Some(reason.clone());
     let jobs = Api::<Job>::namespaced(client.clone(), NAMESPACE);
     for job in service.jobs_of(&phase) {
-        // The phase's Jobs after the failed one were never created.
-        if jobs.get_opt(&job).await?.is_none() {
-            continue;
+        match jobs.delete(&job, &DeleteParams::background()).await {
+            Ok(_) => println!("Deleted the failed Job {job}."),
+            // The phase's Jobs after the failed one were never created.
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e).with_context(|| format!("deleting the failed Job {job}")),
         }
-        jobs.delete(&job, &DeleteParams::background())
-            .await
-            .with_context(|| format!("deleting the failed Job {job}"))?;
-        println!("Deleted the failed Job {job}.");
     }
     Ok(match next.follow(client, api, to).await? {
         Ending::Installed => format!(
