@@ -138,6 +138,19 @@ impl SecretOption {
     }
 }
 
+/// What an upgrade may do beyond keeping every service up.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradePolicy {
+    /// Whether Ratchet may stop service processes for work that cannot run
+    /// while they serve (e.g. Neutron's contract migrations, which need every
+    /// server stopped): an outage, taken only with this consent, e.g. in a
+    /// maintenance window. Without it such an upgrade holds with
+    /// `OutageNotAllowed` before stopping anything. Default false.
+    #[serde(default)]
+    pub allow_outage: bool,
+}
+
 // The status every service stores, with the service's own vocabulary of
 // upgrade phases `P` (empty, its `Default`, in steady state). A service that
 // stores more flattens this into its status. (Not a doc comment: the doc

@@ -16,7 +16,7 @@ pub fn reconcile_rules<R: Registry>() -> Value {
     });
     let children = json!([
         { "apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
-        { "apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
+        { "apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["get", "list", "watch", "create", "delete", "patch"] },
         { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create"] },
         { "apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"] },

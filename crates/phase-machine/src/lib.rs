@@ -21,7 +21,7 @@ pub use decision::{
 };
 pub use observe::{
     ConditionState, JobOutcome, Observed, ObservedJob, ObservedRegistration, ObservedWorkload,
-    Rollout, SpecView, StatusView, WorkloadId,
+    Replicas, Rollout, SpecView, StatusView, WorkloadId,
 };
 pub use profile::{
     ExitReason, JobRun, JobTemplate, Offline, Phase, Pin, Profile, SchemaPending, Step,

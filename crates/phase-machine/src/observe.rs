@@ -131,8 +131,28 @@ pub struct WorkloadId {
     pub component: String,
     /// Whether its pods carry the installed-release annotation (the second roll).
     pub carries_installed_release: bool,
-    /// The replicas the spec asks for.
-    pub replicas: i32,
+    /// How many pods it runs.
+    pub replicas: Replicas,
+}
+
+/// How many pods a workload runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replicas {
+    /// As many as its spec asks for.
+    Fixed(i32),
+    /// One on each node it is placed on (a per-node agent): as many as the
+    /// cluster has such nodes, which the spec does not say.
+    PerNode,
+}
+
+impl Replicas {
+    /// The count the spec asks for, if it asks for one.
+    pub fn fixed(self) -> Option<i32> {
+        match self {
+            Replicas::Fixed(count) => Some(count),
+            Replicas::PerNode => None,
+        }
+    }
 }
 
 /// Everything [`crate::decide`] looks at.

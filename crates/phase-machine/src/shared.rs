@@ -171,7 +171,7 @@ impl WorkloadParams {
 /// Whether `live` was stopped for an offline step: no replica asked for
 /// where the spec asks for some.
 pub fn stopped(workload: &WorkloadId, live: &ObservedWorkload) -> bool {
-    live.rollout.desired == 0 && workload.replicas > 0
+    live.rollout.desired == 0 && workload.replicas.fixed().is_some_and(|r| r > 0)
 }
 
 /// Every desired workload is fully rolled out, whatever it runs.
@@ -323,8 +323,9 @@ fn advisories(profile: &Profile, obs: &Observed) -> Vec<(&'static str, Verdict)>
     let short: Vec<String> = obs
         .desired_workloads
         .iter()
-        .filter(|w| w.replicas < minimum)
-        .map(|w| format!("{} has {}", w.name, w.replicas))
+        .filter_map(|w| Some((w, w.replicas.fixed()?)))
+        .filter(|(_, replicas)| *replicas < minimum)
+        .map(|(w, replicas)| format!("{} has {replicas}", w.name))
         .collect();
     let verdict = if short.is_empty() {
         Verdict::yes(

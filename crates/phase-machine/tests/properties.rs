@@ -470,7 +470,8 @@ proptest! {
     #[test]
     fn every_profile_s_invariants(actions in proptest::collection::vec(action(), 1..80)) {
         for profile in Services::profiles() {
-            let mut w = World::new(profile, "2026.1", "2026.1", &[("first", true), ("last", false)]);
+            let mut w = World::new(profile, "2026.1", "2026.1", &[("first", true), ("last", false)])
+                .with_agent("agent");
             w.settle();
             run(w, actions.clone())?;
         }
@@ -507,7 +508,8 @@ proptest! {
                 "2026.1",
                 "2026.1",
                 &[("first", true), ("last", false)],
-            );
+            )
+            .with_agent("agent");
             w.settle();
             // The offline step is asked for unless an action scripts otherwise.
             let asking = w.profile.phases.iter().filter(|p| p.offline().is_some());

@@ -774,7 +774,7 @@ fn ironic_warns_once_about_too_few_replicas_without_refusing() {
     assert!(ready.status, "a warning, not a refusal");
 
     for workload in &mut w.obs.desired_workloads {
-        workload.replicas = 2;
+        workload.replicas = Replicas::Fixed(2);
     }
     w.settle();
     assert_eq!(

@@ -242,7 +242,10 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     let plurals: Vec<String> = Services::services().into_iter().map(|s| s.plural).collect();
     local.print_access(
         None,
-        &format!("{},deployments,statefulsets,jobs", plurals.join(",")),
+        &format!(
+            "{},deployments,statefulsets,daemonsets,jobs",
+            plurals.join(",")
+        ),
     );
     if args.no_operator {
         println!(

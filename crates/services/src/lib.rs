@@ -9,6 +9,7 @@ pub mod cinder;
 pub mod glance;
 pub mod ironic;
 pub mod keystone;
+pub mod neutron;
 pub mod placement;
 #[cfg(test)]
 mod shared_tests;
@@ -27,6 +28,7 @@ impl Registry for Services {
         visitor.visit::<keystone::v1alpha1::Keystone>();
         visitor.visit::<glance::v1alpha1::Glance>();
         visitor.visit::<placement::v1alpha1::Placement>();
+        visitor.visit::<neutron::v1alpha1::Neutron>();
     }
 }
 
@@ -66,7 +68,8 @@ mod tests {
                 "ironics.ironic.openstack.c5c3.io",
                 "keystones.keystone.openstack.c5c3.io",
                 "glances.glance.openstack.c5c3.io",
-                "placements.placement.openstack.c5c3.io"
+                "placements.placement.openstack.c5c3.io",
+                "neutrons.neutron.openstack.c5c3.io"
             ]
         );
         for (crd, service) in crds.iter().zip(services()) {
@@ -144,6 +147,7 @@ mod tests {
         assert_eq!(with_service("ironic", Kind).as_deref(), Some("Ironic"));
         assert_eq!(with_service("keystone", Kind).as_deref(), Some("Keystone"));
         assert_eq!(with_service("glance", Kind).as_deref(), Some("Glance"));
+        assert_eq!(with_service("neutron", Kind).as_deref(), Some("Neutron"));
         assert_eq!(with_service("Cinder", Kind), None);
         assert_eq!(with_service("nova", Kind), None);
     }

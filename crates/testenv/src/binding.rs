@@ -2,6 +2,8 @@
 //! cluster (pure; both kubelets decide with it, so they never bind the same pod).
 //!
 //! The rule, in order:
+//! 0. A pod whose required node affinity names nodes by `metadata.name` (what
+//!    the DaemonSet controller gives each of its pods) goes to the named node.
 //! 1. A pod whose `spec.nodeSelector` names a node explicitly — by
 //!    `kubernetes.io/hostname` or by [`KUBELET_LABEL`] — goes to the node whose
 //!    labels match the whole selector, as the scheduler would place it.
@@ -51,6 +53,11 @@ pub fn binds(
     if !matches {
         return false;
     }
+    if let Some(named) = nodes_named_by_affinity(pod) {
+        return node_labels
+            .get(HOSTNAME_LABEL)
+            .is_some_and(|node| named.contains(node));
+    }
     let explicit = selector.contains_key(HOSTNAME_LABEL) || selector.contains_key(KUBELET_LABEL);
     if explicit {
         return true;
@@ -59,6 +66,28 @@ pub fn binds(
         namespace_labels.get(KUBELET_LABEL).map(String::as_str) == Some(PROCESS);
     let node_is_process = node_labels.get(KUBELET_LABEL).map(String::as_str) == Some(PROCESS);
     namespace_wants_process == node_is_process
+}
+
+/// The node names a pod's required node affinity allows by `metadata.name`,
+/// if it names any (the DaemonSet controller pins each pod to its node so).
+fn nodes_named_by_affinity(pod: &Pod) -> Option<Vec<String>> {
+    let terms = &pod
+        .spec
+        .as_ref()?
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    let named: Vec<String> = terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .filter(|f| f.key == "metadata.name" && f.operator == "In")
+        .flat_map(|f| f.values.iter().flatten().cloned())
+        .collect();
+    (!named.is_empty()).then_some(named)
 }
 
 #[cfg(test)]
@@ -77,6 +106,33 @@ mod tests {
             );
         }
         pod.spec = Some(spec);
+        pod
+    }
+
+    /// `pod` as the DaemonSet controller pins it to `node`.
+    fn on_node(mut pod: Pod, node: &str) -> Pod {
+        use k8s_openapi::api::core::v1::{
+            Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+        };
+        let term = NodeSelectorTerm {
+            match_fields: Some(vec![NodeSelectorRequirement {
+                key: "metadata.name".into(),
+                operator: "In".into(),
+                values: Some(vec![node.into()]),
+            }]),
+            ..NodeSelectorTerm::default()
+        };
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.affinity = Some(Affinity {
+                node_affinity: Some(NodeAffinity {
+                    required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                        node_selector_terms: vec![term],
+                    }),
+                    ..NodeAffinity::default()
+                }),
+                ..Affinity::default()
+            });
+        }
         pod
     }
 
@@ -100,6 +156,14 @@ mod tests {
             (pod(&[(KUBELET_LABEL, PROCESS)]), false, "process"),
             (pod(&[(HOSTNAME_LABEL, "sim-node-0")]), true, "sim"),
             (pod(&[(HOSTNAME_LABEL, "elsewhere")]), false, "none"),
+            (on_node(pod(&[]), "process-node-0"), false, "process"),
+            (on_node(pod(&[]), "sim-node-0"), true, "sim"),
+            (on_node(pod(&[]), "elsewhere"), true, "none"),
+            (
+                on_node(pod(&[(KUBELET_LABEL, PROCESS)]), "sim-node-0"),
+                false,
+                "none",
+            ),
         ];
         for (pod, process_ns, want) in cases {
             let labels = ns(process_ns);

@@ -27,6 +27,7 @@ const CONTROLLERS: &[&str] = &[
     "deployment-controller",
     "replicaset-controller",
     "statefulset-controller",
+    "daemonset-controller",
     "job-controller",
     "cronjob-controller",
     "ttl-after-finished-controller",

@@ -38,6 +38,7 @@ pub struct Cached<K, D> {
 pub type CachedJob = Cached<k8s_openapi::api::batch::v1::Job, JobDetail>;
 pub type CachedDeployment = Cached<k8s_openapi::api::apps::v1::Deployment, WorkloadDetail>;
 pub type CachedStatefulSet = Cached<k8s_openapi::api::apps::v1::StatefulSet, WorkloadDetail>;
+pub type CachedDaemonSet = Cached<k8s_openapi::api::apps::v1::DaemonSet, WorkloadDetail>;
 /// A ConfigMap or Service is compared by its hash annotation and labels only.
 pub type CachedConfigMap = Cached<k8s_openapi::api::core::v1::ConfigMap, ()>;
 pub type CachedService = Cached<k8s_openapi::api::core::v1::Service, ()>;
@@ -291,7 +292,7 @@ struct Condition {
     last_transition_time: Option<Time>,
 }
 
-/// What a pass reads of a Deployment or StatefulSet.
+/// What a pass reads of a Deployment, StatefulSet or DaemonSet.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkloadDetail {
     pub replicas: Option<i32>,
@@ -306,7 +307,8 @@ pub struct WorkloadDetail {
     pub progress_deadline_exceeded: bool,
 }
 
-/// The rollout counters of either kind (a Deployment has no revisions).
+/// The rollout counters of every kind (a Deployment has no revisions; a
+/// DaemonSet counts nodes, not replicas).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadStatus {
@@ -317,6 +319,15 @@ pub struct WorkloadStatus {
     pub available_replicas: Option<i32>,
     pub current_revision: Option<String>,
     pub update_revision: Option<String>,
+    /// A DaemonSet's nodes that should run its pod, …
+    pub desired_number_scheduled: Option<i32>,
+    /// … that run one, …
+    pub current_number_scheduled: Option<i32>,
+    /// … whose pod is of the current template, …
+    pub updated_number_scheduled: Option<i32>,
+    /// … and whose pod is ready, and available.
+    pub number_ready: Option<i32>,
+    pub number_available: Option<i32>,
     #[serde(default)]
     conditions: Vec<Condition>,
 }

@@ -37,7 +37,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::cached::{
-    Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet, Detail,
+    Cached, CachedConfigMap, CachedDaemonSet, CachedDeployment, CachedJob, CachedService,
+    CachedStatefulSet, Detail,
 };
 use super::model::ServiceModel;
 use super::referrers::{self, Referrer, Referrers};
@@ -53,6 +54,7 @@ pub struct Caches {
     pub jobs: Store<CachedJob>,
     pub deployments: Store<CachedDeployment>,
     pub stateful_sets: Store<CachedStatefulSet>,
+    pub daemon_sets: Store<CachedDaemonSet>,
     pub config_maps: Store<CachedConfigMap>,
     pub services: Store<CachedService>,
     /// The Secrets of the namespaces Ratchet reconciles in, by key name only
@@ -89,6 +91,7 @@ pub struct Triggers {
     pub jobs: Trigger<CachedJob>,
     pub deployments: Trigger<CachedDeployment>,
     pub stateful_sets: Trigger<CachedStatefulSet>,
+    pub daemon_sets: Trigger<CachedDaemonSet>,
     pub config_maps: Trigger<CachedConfigMap>,
     pub services: Trigger<CachedService>,
     /// Resources of the service whose named Secrets appeared, went or
@@ -284,13 +287,9 @@ impl Caches {
     /// Starts one watch per child kind for all of `services` (their
     /// [`super::contract::OpenStackService::SERVICE`] names).
     pub fn start(ctx: &Context, services: &[&'static str]) -> (Caches, Routed) {
-        let (mut jobs, mut deployments, mut stateful_sets, mut config_maps, mut kube_services) = (
-            Routes::new(),
-            Routes::new(),
-            Routes::new(),
-            Routes::new(),
-            Routes::new(),
-        );
+        let (mut jobs, mut deployments, mut stateful_sets, mut daemon_sets) =
+            (Routes::new(), Routes::new(), Routes::new(), Routes::new());
+        let (mut config_maps, mut kube_services) = (Routes::new(), Routes::new());
         let mut secrets = Routes::new();
         let triggers = services
             .iter()
@@ -299,6 +298,7 @@ impl Caches {
                     jobs: add_trigger(&mut jobs, service),
                     deployments: add_trigger(&mut deployments, service),
                     stateful_sets: add_trigger(&mut stateful_sets, service),
+                    daemon_sets: add_trigger(&mut daemon_sets, service),
                     config_maps: add_trigger(&mut config_maps, service),
                     services: add_trigger(&mut kube_services, service),
                     secrets: Box::pin(add_route(&mut secrets, service)),
@@ -309,6 +309,7 @@ impl Caches {
         let (jobs, job_routing) = shared(ctx, services, jobs);
         let (deployments, deployment_routing) = shared(ctx, services, deployments);
         let (stateful_sets, stateful_set_routing) = shared(ctx, services, stateful_sets);
+        let (daemon_sets, daemon_set_routing) = shared(ctx, services, daemon_sets);
         let (config_maps, config_map_routing) = shared(ctx, services, config_maps);
         let (services_cache, service_routing) = shared(ctx, services, kube_services);
         let referrers = Arc::new(Mutex::new(Referrers::default()));
@@ -317,6 +318,7 @@ impl Caches {
             ("jobs", listed(&jobs)),
             ("deployments", listed(&deployments)),
             ("statefulsets", listed(&stateful_sets)),
+            ("daemonsets", listed(&daemon_sets)),
             ("configmaps", listed(&config_maps)),
             ("services", listed(&services_cache)),
             ("secrets", listed(&secret_keys)),
@@ -326,6 +328,7 @@ impl Caches {
                 jobs,
                 deployments,
                 stateful_sets,
+                daemon_sets,
                 config_maps,
                 services: services_cache,
                 secret_keys,
@@ -338,6 +341,7 @@ impl Caches {
                     job_routing,
                     deployment_routing,
                     stateful_set_routing,
+                    daemon_set_routing,
                     config_map_routing,
                     service_routing,
                     secret_routing,

@@ -83,6 +83,7 @@ pub async fn run<S: OpenStackService>(
         .owns_stream(triggers.jobs)
         .owns_stream(triggers.deployments)
         .owns_stream(triggers.stateful_sets)
+        .owns_stream(triggers.daemon_sets)
         .owns_stream(triggers.config_maps)
         .owns_stream(triggers.services)
         .reconcile_on(woken_by_secrets)

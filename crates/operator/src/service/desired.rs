@@ -147,7 +147,7 @@ fn workload(
     )?;
     let headless = match workload.kind {
         WorkloadKind::StatefulSet => Some(render::headless_service(owner, workload)?),
-        WorkloadKind::Deployment => None,
+        WorkloadKind::Deployment | WorkloadKind::DaemonSet => None,
     };
     let api = workload
         .api_port

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use ratchet_api::common::{PodIdentity, SecretKeyRef, WorkloadSpec};
-use ratchet_phase_machine::WorkloadId;
 use ratchet_phase_machine::hash::content_hash;
+use ratchet_phase_machine::{Replicas, WorkloadId};
 
 /// Environment variables oslo.config maps onto options; they take precedence
 /// over configuration files, so Secrets never appear in a ConfigMap.
@@ -71,6 +71,11 @@ pub enum WorkloadKind {
     /// Stable identities (e.g. conductors registered by host name), replaced
     /// one at a time, each after the previous one is ready.
     StatefulSet,
+    /// One pod on each node its selector places it on (a per-node agent:
+    /// Neutron's agents, Nova's computes on their hypervisors), known to its
+    /// service by the node's name; a node's old pod goes before its new one
+    /// starts, since two agents of one host would both report as it.
+    DaemonSet,
 }
 
 /// Seconds a terminating API pod keeps serving before its process is asked to
@@ -100,10 +105,18 @@ pub struct WorkloadModel {
     pub component: String,
     pub kind: WorkloadKind,
     pub command: Vec<String>,
+    /// Its pods, for a Deployment or StatefulSet; a DaemonSet runs one on
+    /// each node it is placed on instead.
     pub replicas: i32,
     pub resources: Option<ResourceRequirements>,
     /// Plain environment beyond the Secrets (e.g. a volume back end's name).
     pub env: Vec<(String, String)>,
+    /// Variables from the pod's own fields (downward API), by field path: an
+    /// agent's host is its node's name (`spec.nodeName`).
+    pub field_env: Vec<(String, &'static str)>,
+    /// Labels a node must carry for its pods to run there (e.g. the network
+    /// nodes a per-node agent belongs on); empty: any node.
+    pub node_selector: BTreeMap<String, String>,
     /// Its own Secrets, replacing the model's of the same variables (a cell's
     /// conductor reads its cell's database and message bus).
     pub secrets: Vec<SecretEnv>,
@@ -147,12 +160,48 @@ impl WorkloadModel {
             replicas: spec.replicas_or_default(),
             resources: spec.resources.clone(),
             env: Vec::new(),
+            field_env: Vec::new(),
+            node_selector: BTreeMap::new(),
             secrets: Vec::new(),
             api_port: Some(port),
             carries_installed_release: false,
             claims: Vec::new(),
             readiness,
             pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
+            termination_grace_seconds: None,
+            privileged: false,
+        }
+    }
+}
+
+impl WorkloadModel {
+    /// `<resource>-<component>`: a process without an API (a conductor, an
+    /// RPC server, an agent), of `kind`, sized by `spec` (its replicas unless
+    /// it runs per node), restricted, stopped within Kubernetes' default grace.
+    pub fn worker(
+        resource: &str,
+        component: &str,
+        kind: WorkloadKind,
+        command: Vec<String>,
+        spec: &WorkloadSpec,
+        readiness: Readiness,
+    ) -> WorkloadModel {
+        WorkloadModel {
+            name: format!("{resource}-{component}"),
+            component: component.into(),
+            kind,
+            command,
+            replicas: spec.replicas_or_default(),
+            resources: spec.resources.clone(),
+            env: Vec::new(),
+            field_env: Vec::new(),
+            node_selector: BTreeMap::new(),
+            secrets: Vec::new(),
+            api_port: None,
+            carries_installed_release: false,
+            claims: Vec::new(),
+            readiness,
+            pre_stop_sleep_seconds: None,
             termination_grace_seconds: None,
             privileged: false,
         }
@@ -242,7 +291,12 @@ impl ServiceModel {
                 name: w.name.clone(),
                 component: w.component.clone(),
                 carries_installed_release: w.carries_installed_release,
-                replicas: w.replicas,
+                replicas: match w.kind {
+                    WorkloadKind::DaemonSet => Replicas::PerNode,
+                    WorkloadKind::Deployment | WorkloadKind::StatefulSet => {
+                        Replicas::Fixed(w.replicas)
+                    }
+                },
             })
             .collect()
     }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
@@ -12,7 +13,9 @@ use ratchet_phase_machine::{
     JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout,
 };
 
-use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail};
+use super::cached::{
+    CachedDaemonSet, CachedDeployment, CachedJob, CachedStatefulSet, WorkloadDetail,
+};
 use super::caches::Caches;
 use super::contract::OpenStackService;
 use super::model::{ServiceModel, WorkloadKind};
@@ -24,10 +27,11 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::labels::{COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
 
-/// A workload as read, of either kind.
+/// A workload as read, of any kind.
 pub enum LiveWorkload {
     Deployment(Arc<CachedDeployment>),
     StatefulSet(Arc<CachedStatefulSet>),
+    DaemonSet(Arc<CachedDaemonSet>),
 }
 
 impl LiveWorkload {
@@ -35,6 +39,7 @@ impl LiveWorkload {
         match self {
             LiveWorkload::Deployment(_) => WorkloadKind::Deployment,
             LiveWorkload::StatefulSet(_) => WorkloadKind::StatefulSet,
+            LiveWorkload::DaemonSet(_) => WorkloadKind::DaemonSet,
         }
     }
 
@@ -42,6 +47,7 @@ impl LiveWorkload {
         match self {
             LiveWorkload::Deployment(d) => &d.metadata,
             LiveWorkload::StatefulSet(s) => &s.metadata,
+            LiveWorkload::DaemonSet(d) => &d.metadata,
         }
     }
 
@@ -49,6 +55,7 @@ impl LiveWorkload {
         match self {
             LiveWorkload::Deployment(d) => d.annotation(key),
             LiveWorkload::StatefulSet(s) => s.annotation(key),
+            LiveWorkload::DaemonSet(d) => d.annotation(key),
         }
     }
 
@@ -56,6 +63,7 @@ impl LiveWorkload {
         match self {
             LiveWorkload::Deployment(d) => &d.detail,
             LiveWorkload::StatefulSet(s) => &s.detail,
+            LiveWorkload::DaemonSet(d) => &d.detail,
         }
     }
 }
@@ -64,8 +72,8 @@ impl LiveWorkload {
 pub struct Children {
     pub jobs: BTreeMap<String, Arc<CachedJob>>,
     pub workloads: BTreeMap<String, LiveWorkload>,
-    /// When an unfinished StatefulSet roll would pass its deadline: nothing
-    /// else wakes the controller if it never moves.
+    /// When an unfinished StatefulSet or DaemonSet roll would pass its
+    /// deadline: nothing else wakes the controller if it never moves.
     pub recheck_after: Option<Duration>,
     /// StatefulSet pods that never got ready and are not of the revision their
     /// set rolls to: the set will not replace them by itself.
@@ -114,6 +122,12 @@ pub async fn observe<S: OpenStackService>(
                 .into_iter()
                 .map(|s| LiveWorkload::StatefulSet(written.stateful_sets.freshest(s))),
         )
+        .chain(
+            claims
+                .daemon_sets
+                .into_iter()
+                .map(|d| LiveWorkload::DaemonSet(written.daemon_sets.freshest(d))),
+        )
         .filter_map(|live| Some((live.metadata().name.clone()?, live)))
         .partition(|(name, live)| model.workload(name).is_none_or(|w| w.kind == live.kind()));
 
@@ -130,17 +144,21 @@ pub async fn observe<S: OpenStackService>(
         .collect();
     // The pod reads are independent quorum reads: made at once, so a pass
     // waits for the slowest, not for their sum.
-    let rolling_sets = workloads.iter().filter_map(|(name, live)| match live {
-        LiveWorkload::StatefulSet(set)
-            if observed_workloads
-                .get(name)
-                .is_some_and(|o| !o.rollout.complete()) =>
-        {
-            Some(async move {
-                Ok::<_, Error>((name, stall::check(ctx, namespace, set, deadline).await?))
-            })
-        }
-        _ => None,
+    // Neither kind reports a stalled roll itself (see `stall`).
+    let rolling_sets = workloads.iter().filter_map(|(name, live)| {
+        let rolling = observed_workloads
+            .get(name)
+            .is_some_and(|o| !o.rollout.complete());
+        let judged = match live {
+            LiveWorkload::StatefulSet(set) if rolling => {
+                stall::check(ctx, namespace, set.as_ref(), deadline).boxed()
+            }
+            LiveWorkload::DaemonSet(set) if rolling => {
+                stall::check(ctx, namespace, set.as_ref(), deadline).boxed()
+            }
+            _ => return None,
+        };
+        Some(async move { Ok::<_, Error>((name, judged.await?)) })
     });
     let groups = model.job_group_names();
     let job_reads = jobs.iter().map(|(suffix, job)| {
@@ -282,12 +300,13 @@ async fn last_pod_termination(
     })
 }
 
-/// A StatefulSet does not report stalls itself: [`stall::check`] decides that
-/// for it afterwards.
+/// A StatefulSet or DaemonSet does not report stalls itself: [`stall::check`]
+/// decides that for it afterwards.
 fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> ObservedWorkload {
     let (rollout, stalled) = match live {
         LiveWorkload::Deployment(d) => (deployment_rollout(d), d.detail.progress_deadline_exceeded),
         LiveWorkload::StatefulSet(s) => (stateful_set_rollout(s), false),
+        LiveWorkload::DaemonSet(d) => (daemon_set_rollout(d), false),
     };
     let detail = live.detail();
     let annotation = |key: &str| detail.template_annotations.get(key).map(str::to_string);
@@ -346,6 +365,26 @@ fn stateful_set_rollout(s: &CachedStatefulSet) -> Rollout {
         available: status
             .and_then(|s| s.available_replicas)
             .unwrap_or_default(),
+    }
+}
+
+/// A DaemonSet counts nodes: its rollout is complete when every node it
+/// places a pod on runs one of the current template, ready and available.
+fn daemon_set_rollout(d: &CachedDaemonSet) -> Rollout {
+    let status = d.detail.status.as_ref();
+    let count = |field: fn(&super::cached::WorkloadStatus) -> Option<i32>| {
+        status.and_then(field).unwrap_or_default()
+    };
+    Rollout {
+        generation: d.metadata.generation.unwrap_or_default(),
+        observed_generation: status
+            .and_then(|s| s.observed_generation)
+            .unwrap_or_default(),
+        desired: count(|s| s.desired_number_scheduled),
+        total: count(|s| s.current_number_scheduled),
+        updated: count(|s| s.updated_number_scheduled),
+        ready: count(|s| s.number_ready),
+        available: count(|s| s.number_available),
     }
 }
 

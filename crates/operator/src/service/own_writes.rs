@@ -15,7 +15,7 @@ use kube::runtime::reflector::ObjectRef;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::cached::{CachedDeployment, CachedJob, CachedStatefulSet};
+use super::cached::{CachedDaemonSet, CachedDeployment, CachedJob, CachedStatefulSet};
 use crate::error::Result;
 
 /// The last version of each object of one kind that this controller wrote.
@@ -81,12 +81,14 @@ pub struct ChildWrites {
     pub jobs: OwnWrites<CachedJob>,
     pub deployments: OwnWrites<CachedDeployment>,
     pub stateful_sets: OwnWrites<CachedStatefulSet>,
+    pub daemon_sets: OwnWrites<CachedDaemonSet>,
 }
 
 impl ChildWrites {
     pub fn forget_workload(&self, namespace: &str, name: &str) {
         self.deployments.forget(namespace, name);
         self.stateful_sets.forget(namespace, name);
+        self.daemon_sets.forget(namespace, name);
     }
 }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use futures::future::try_join_all;
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -30,7 +30,7 @@ use kube::runtime::reflector::Store;
 use ratchet_phase_machine::JobOutcome;
 use serde::de::DeserializeOwned;
 
-use super::cached::{Cached, CachedDeployment, CachedJob, CachedStatefulSet};
+use super::cached::{Cached, CachedDaemonSet, CachedDeployment, CachedJob, CachedStatefulSet};
 use super::caches::Caches;
 use super::render::Owner;
 use crate::children::{FIELD_MANAGER, delete_background};
@@ -70,6 +70,7 @@ pub struct Claims {
     /// Its own workloads and the orphans it adopts this pass.
     pub deployments: Vec<Arc<CachedDeployment>>,
     pub stateful_sets: Vec<Arc<CachedStatefulSet>>,
+    pub daemon_sets: Vec<Arc<CachedDaemonSet>>,
     /// What the pass waits for, as "<Kind> <name> …" for the condition:
     /// foreign children and orphaned Jobs still running.
     pub waiting_for: Vec<String>,
@@ -109,6 +110,12 @@ impl Claims {
             waiting,
             &mut adopt.stateful_sets,
         );
+        claims.daemon_sets = sort(
+            labelled(&caches.daemon_sets, owner),
+            uid,
+            waiting,
+            &mut adopt.daemon_sets,
+        );
         sort(
             labelled(&caches.config_maps, owner),
             uid,
@@ -141,6 +148,7 @@ impl Claims {
             try_join_all(deletions),
             adopt_all::<Deployment>(ctx, owner, &adopt.deployments),
             adopt_all::<StatefulSet>(ctx, owner, &adopt.stateful_sets),
+            adopt_all::<DaemonSet>(ctx, owner, &adopt.daemon_sets),
             adopt_all::<ConfigMap>(ctx, owner, &adopt.config_maps),
             adopt_all::<Service>(ctx, owner, &adopt.services),
         )?;
@@ -153,6 +161,7 @@ impl Claims {
 struct Adoptions {
     deployments: Vec<(String, String)>,
     stateful_sets: Vec<(String, String)>,
+    daemon_sets: Vec<(String, String)>,
     config_maps: Vec<(String, String)>,
     services: Vec<(String, String)>,
 }

@@ -22,6 +22,15 @@ anything else, with a one-line reason on stderr, means not ready.
       live as long as the pod): a row a service writes as it starts (Cinder
       registers, or records its new versions, before its manager works) is
       not a heartbeat; only the periodic report a working service sends is.
+  reported <table> <timestamp-column> <max-age-seconds> <column>=<value>...
+      As heartbeat, for a table whose rows carry their report time in a
+      column of their own (Neutron's agents: heartbeat_timestamp).
+  database
+      The database ([database] connection) answers a query: for a process
+      whose work is the database's (periodic tasks), with no row of its own.
+
+  A value @env:<NAME> stands for the container's environment variable
+  <NAME> (e.g. the node's name an agent reports under).
 """
 
 import datetime
@@ -63,26 +72,59 @@ def container_started_at():
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).replace(tzinfo=None)
 
 
-def check_heartbeat(table, max_age, filters, counted=None):
-    """`counted`: (counter column, state file) for the `heartbeats` check."""
-    import sqlalchemy
-
+def database_url():
     url = os.environ.get("OS_DATABASE__CONNECTION")
     if not url:
         fail("OS_DATABASE__CONNECTION is not set")
+    return url
+
+
+def filter_value(value):
+    """A filter's value, with @hostname and @env:<NAME> resolved."""
+    if value == "@hostname":
+        return socket.gethostname()
+    if value.startswith("@env:"):
+        name = value[len("@env:"):]
+        if not os.environ.get(name):
+            fail("%s is not set" % name)
+        return os.environ[name]
+    return value
+
+
+def check_database():
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(database_url(), poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sqlalchemy.text("SELECT 1"))
+    except Exception as error:  # any driver's error: not ready, say which
+        fail("the database: %s: %s" % (error.__class__.__name__, str(error).splitlines()[0][:200]))
+
+
+def check_heartbeat(table, max_age, filters, counted=None, stamp=None):
+    """`counted`: (counter column, state file) for the `heartbeats` check;
+    `stamp`: the column holding the report time, else updated_at or created_at."""
+    import sqlalchemy
+
+    url = database_url()
     columns = dict(f.split("=", 1) for f in filters)
-    columns = {c: socket.gethostname() if v == "@hostname" else v for c, v in columns.items()}
+    columns = {c: filter_value(v) for c, v in columns.items()}
     counters = [counted[0]] if counted else []
-    for name in [table, *columns, *counters]:
+    stamp_columns = [stamp] if stamp else ["updated_at", "created_at"]
+    for name in [table, *columns, *counters, *stamp_columns]:
         if not IDENTIFIER.match(name):
             fail("not an identifier: %r" % name)
     # Built with SQLAlchemy's constructs so each dialect quotes the names
     # (`binary` is a reserved word in MySQL).
     # Typed timestamps: drivers that return text (SQLite) are parsed too.
-    stamps = [sqlalchemy.column(c, sqlalchemy.DateTime) for c in ["updated_at", "created_at"]]
+    stamps = [sqlalchemy.column(c, sqlalchemy.DateTime) for c in stamp_columns]
     counted_columns = [sqlalchemy.column(c, sqlalchemy.Integer) for c in counters]
     rows = sqlalchemy.table(table, *stamps, *counted_columns, *(sqlalchemy.column(c) for c in columns))
-    written = sqlalchemy.func.coalesce(rows.c.updated_at, rows.c.created_at)
+    if len(stamp_columns) == 1:
+        written = rows.c[stamp_columns[0]]
+    else:
+        written = sqlalchemy.func.coalesce(*(rows.c[c] for c in stamp_columns))
     query = (
         sqlalchemy.select(written, *(rows.c[c] for c in counters))
         .where(*(rows.c[c] == v for c, v in columns.items()))
@@ -132,10 +174,15 @@ def main(argv):
         check_heartbeat(argv[1], argv[2], argv[3:])
     elif len(argv) >= 6 and argv[0] == "heartbeats":
         check_heartbeat(argv[1], argv[2], argv[5:], counted=(argv[3], argv[4]))
+    elif len(argv) >= 5 and argv[0] == "reported":
+        check_heartbeat(argv[1], argv[3], argv[4:], stamp=argv[2])
+    elif argv == ["database"]:
+        check_database()
     else:
         fail(
             "usage: http <port> <path> | heartbeat <table> <max-age> <column>=<value>... | "
-            "heartbeats <table> <max-age> <counter> <state-file> <column>=<value>..."
+            "heartbeats <table> <max-age> <counter> <state-file> <column>=<value>... | "
+            "reported <table> <timestamp-column> <max-age> <column>=<value>... | database"
         )
 
 

@@ -53,6 +53,12 @@ pub fn api_post(config_dir: &str, port: i32, path: &str, body: &str) -> Readines
 /// A filter value standing for the container's host name (the pod's name).
 pub const OWN_HOSTNAME: &str = "@hostname";
 
+/// A filter value standing for the container's environment variable `name`
+/// (e.g. the node's name a per-node agent reports under).
+pub fn from_env(name: &str) -> String {
+    format!("@env:{name}")
+}
+
 /// A heartbeat row of `table` matching `filters` was written since the
 /// container started and within `max_age_seconds`.
 pub fn heartbeat(
@@ -93,6 +99,39 @@ pub fn heartbeats(
         &counted,
         filters,
     )
+}
+
+/// As [`heartbeat`], for a `table` whose rows carry their report time in a
+/// column of their own, `stamp` (Neutron's agents: `heartbeat_timestamp`).
+pub fn reported(
+    config_dir: &str,
+    table: &str,
+    stamp: &str,
+    max_age_seconds: u32,
+    filters: &[(&str, &str)],
+) -> Readiness {
+    let max_age = max_age_seconds.to_string();
+    let args = ["reported", table, stamp, &max_age]
+        .into_iter()
+        .map(str::to_string)
+        .chain(
+            filters
+                .iter()
+                .map(|(column, value)| format!("{column}={value}")),
+        );
+    Readiness {
+        command: command(config_dir, args),
+        period_seconds: 10,
+    }
+}
+
+/// The database answers a query: for a process whose work is the database's
+/// and that writes no row of its own to show it lives (periodic tasks).
+pub fn database(config_dir: &str) -> Readiness {
+    Readiness {
+        command: command(config_dir, ["database".to_string()]),
+        period_seconds: 10,
+    }
 }
 
 fn row_check(
@@ -240,6 +279,23 @@ mod tests {
         /// the check's container starts now. `url` replaces the database's.
         /// Exit status and stderr.
         fn check(&self, args: &[&str], url: Option<&str>, fresh_container: bool) -> (bool, String) {
+            self.run(args, url, fresh_container, &[], true)
+        }
+
+        /// Runs the script with `args` as given and `env` set, against this
+        /// database.
+        fn check_with(&self, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+            self.run(args, None, false, env, false)
+        }
+
+        fn run(
+            &self,
+            args: &[&str],
+            url: Option<&str>,
+            fresh_container: bool,
+            env: &[(&str, &str)],
+            this_host: bool,
+        ) -> (bool, String) {
             let catalogue =
                 ratchet_testenv::process_kubelet::images::Catalogue::load().expect("the catalogue");
             let image = catalogue
@@ -256,7 +312,8 @@ mod tests {
             command
                 .arg(self.dir.join(SCRIPT_FILE))
                 .args(args)
-                .arg("host=@hostname")
+                .args(this_host.then_some("host=@hostname"))
+                .envs(env.iter().copied())
                 .env_remove("OS_DATABASE__CONNECTION");
             let own = format!("sqlite:///{}", self.dir.join("cinder.db").display());
             let url = url.unwrap_or(&own);
@@ -345,6 +402,45 @@ mod tests {
         let (ready, why) = heartbeat_check(Some(""), &[], false);
         assert!(
             !ready && why.contains("OS_DATABASE__CONNECTION is not set"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_row_with_its_own_report_time_is_found_by_an_environment_variable() {
+        let db = HeartbeatDb::with(&[]);
+        db.exec("CREATE TABLE agents (host TEXT, agent_type TEXT, heartbeat_timestamp DATETIME);");
+        db.exec("INSERT INTO agents VALUES ('node-1', 'Metadata agent', datetime('now', '-5 seconds'));");
+        db.exec("INSERT INTO agents VALUES ('node-2', 'Metadata agent', datetime('now', '-500 seconds'));");
+        let check = |node: &str| {
+            let args = [
+                "reported",
+                "agents",
+                "heartbeat_timestamp",
+                "60",
+                "agent_type=Metadata agent",
+                "host=@env:RATCHET_TEST_NODE",
+            ];
+            db.check_with(&args, &[("RATCHET_TEST_NODE", node)])
+        };
+        assert_eq!(check("node-1"), (true, String::new()));
+        let (ready, why) = check("node-2");
+        assert!(!ready && why.contains("is older than 60s"), "{why}");
+        let (ready, why) = check("");
+        assert!(
+            !ready && why.contains("RATCHET_TEST_NODE is not set"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn the_database_check_asks_the_database() {
+        let db = HeartbeatDb::with(&[]);
+        assert_eq!(db.check_with(&["database"], &[]), (true, String::new()));
+        let unreachable = Some("mysql+pymysql://x@127.0.0.1:1/x");
+        let (ready, why) = db.run(&["database"], unreachable, false, &[], false);
+        assert!(
+            !ready && why.starts_with("not ready: the database: "),
             "{why}"
         );
     }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -237,6 +237,12 @@ impl<S: OpenStackService> Pass<S> {
     ) -> Result<()> {
         let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         let stateful_sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        let daemon_sets: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+        let workload_apis = WorkloadApis {
+            deployments: &deployments,
+            stateful_sets: &stateful_sets,
+            daemon_sets: &daemon_sets,
+        };
         let services: Api<Service> = Api::namespaced(ctx.client.clone(), &owner.namespace);
         for action in &decision.workloads {
             match action {
@@ -250,7 +256,7 @@ impl<S: OpenStackService> Pass<S> {
                         // Its pods go first (foreground); its deletion wakes the next pass.
                         self.children_written
                             .forget_workload(&owner.namespace, name);
-                        delete_foreground(&deployments, &stateful_sets, name, old).await?;
+                        delete_foreground(&workload_apis, name, old).await?;
                         continue;
                     }
                     let live = children.workloads.get(name);
@@ -273,7 +279,14 @@ impl<S: OpenStackService> Pass<S> {
                             let written = cached_form(&applied)?;
                             self.children_written.stateful_sets.remember(written);
                         }
-                        Workload::Deployment(_) | Workload::StatefulSet(_) => {}
+                        Workload::DaemonSet(set) if !unchanged => {
+                            let applied = apply(&daemon_sets, name, set).await?;
+                            let written = cached_form(&applied)?;
+                            self.children_written.daemon_sets.remember(written);
+                        }
+                        Workload::Deployment(_)
+                        | Workload::StatefulSet(_)
+                        | Workload::DaemonSet(_) => {}
                     }
                     if let Some(api) = &wanted.api {
                         self.apply_service(ctx, owner, api).await?;
@@ -286,6 +299,9 @@ impl<S: OpenStackService> Pass<S> {
                         Some(LiveWorkload::StatefulSet(_)) => {
                             delete_background(&stateful_sets, name).await?;
                             delete_background(&services, name).await?;
+                        }
+                        Some(LiveWorkload::DaemonSet(_)) => {
+                            delete_background(&daemon_sets, name).await?
                         }
                         _ => delete_background(&deployments, name).await?,
                     }
@@ -348,20 +364,23 @@ fn desired_hash(metadata: &ObjectMeta) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// The API of each workload kind in the resource's namespace.
+struct WorkloadApis<'a> {
+    deployments: &'a Api<Deployment>,
+    stateful_sets: &'a Api<StatefulSet>,
+    daemon_sets: &'a Api<DaemonSet>,
+}
+
 /// Deletes a workload and, before the object itself goes, its pods.
-async fn delete_foreground(
-    deployments: &Api<Deployment>,
-    stateful_sets: &Api<StatefulSet>,
-    name: &str,
-    live: &LiveWorkload,
-) -> Result<()> {
+async fn delete_foreground(apis: &WorkloadApis<'_>, name: &str, live: &LiveWorkload) -> Result<()> {
     if live.metadata().deletion_timestamp.is_some() {
         return Ok(());
     }
     let params = DeleteParams::foreground();
     let deleted = match live {
-        LiveWorkload::Deployment(_) => deployments.delete(name, &params).await.map(|_| ()),
-        LiveWorkload::StatefulSet(_) => stateful_sets.delete(name, &params).await.map(|_| ()),
+        LiveWorkload::Deployment(_) => apis.deployments.delete(name, &params).await.map(|_| ()),
+        LiveWorkload::StatefulSet(_) => apis.stateful_sets.delete(name, &params).await.map(|_| ()),
+        LiveWorkload::DaemonSet(_) => apis.daemon_sets.delete(name, &params).await.map(|_| ()),
     };
     match deleted {
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),

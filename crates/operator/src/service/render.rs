@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{
-    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, DeploymentSpec,
+    DeploymentStrategy, RollingUpdateDaemonSet, RollingUpdateDeployment,
     RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy,
 };
 use k8s_openapi::api::batch::v1::{
@@ -13,7 +14,7 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    EnvVar, EnvVarSource, ExecAction, Lifecycle, LifecycleHandler,
+    EnvVar, EnvVarSource, ExecAction, Lifecycle, LifecycleHandler, ObjectFieldSelector,
     PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
     SeccompProfile, Secret, SecretKeySelector, SecretVolumeSource, SecurityContext, Service,
     ServicePort, ServiceSpec, SleepAction, TCPSocketAction, Volume, VolumeMount,
@@ -179,6 +180,21 @@ fn plain_env(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
         value: Some(value.to_string()),
+        ..EnvVar::default()
+    }
+}
+
+/// A variable holding one of the pod's own fields (downward API).
+fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.to_string(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
         ..EnvVar::default()
     }
 }
@@ -418,6 +434,7 @@ pub struct PodParams<'a> {
 pub enum Workload {
     Deployment(Deployment),
     StatefulSet(StatefulSet),
+    DaemonSet(DaemonSet),
 }
 
 impl Workload {
@@ -427,6 +444,7 @@ impl Workload {
         let metadata = match self {
             Workload::Deployment(d) => &d.metadata,
             Workload::StatefulSet(s) => &s.metadata,
+            Workload::DaemonSet(d) => &d.metadata,
         };
         metadata
             .annotations
@@ -515,6 +533,12 @@ pub fn workload(
             .iter()
             .map(|(name, value)| plain_env(name, value)),
     );
+    env.extend(
+        workload
+            .field_env
+            .iter()
+            .map(|(name, path)| field_env(name, path)),
+    );
     let mut pod_annotations = BTreeMap::from([(
         labels::CONFIG_HASH.to_string(),
         params.config_hash.to_string(),
@@ -565,6 +589,8 @@ pub fn workload(
         .get_or_insert_with(Vec::new)
         .extend(claim_volumes);
     spec.termination_grace_period_seconds = workload.termination_grace_seconds;
+    spec.node_selector =
+        (!workload.node_selector.is_empty()).then(|| workload.node_selector.clone());
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(selector.clone()),
@@ -574,7 +600,16 @@ pub fn workload(
         spec: Some(spec),
     };
     let replicas = if params.stopped { 0 } else { workload.replicas };
-    let annotations = hash_annotation(format!("{}-{replicas}", hash_of(&template)?));
+    if params.stopped && workload.kind == WorkloadKind::DaemonSet {
+        return Err(Error::Model(
+            "an offline step stops a per-node workload, which has no replicas to scale to none",
+        ));
+    }
+    let count = match workload.kind {
+        WorkloadKind::DaemonSet => "per-node".to_string(),
+        WorkloadKind::Deployment | WorkloadKind::StatefulSet => replicas.to_string(),
+    };
+    let annotations = hash_annotation(format!("{}-{count}", hash_of(&template)?));
     let metadata = owner.metadata(&workload.name, &workload.component, annotations);
     let selector = LabelSelector {
         match_labels: Some(selector),
@@ -620,6 +655,24 @@ pub fn workload(
                 ..StatefulSetSpec::default()
             }),
             ..StatefulSet::default()
+        }),
+        WorkloadKind::DaemonSet => Workload::DaemonSet(DaemonSet {
+            metadata,
+            spec: Some(DaemonSetSpec {
+                selector,
+                // A node's old agent stops before its new one starts: both
+                // would report as the node's host. One node at a time.
+                update_strategy: Some(DaemonSetUpdateStrategy {
+                    type_: Some("RollingUpdate".into()),
+                    rolling_update: Some(RollingUpdateDaemonSet {
+                        max_surge: Some(IntOrString::Int(0)),
+                        max_unavailable: Some(IntOrString::Int(1)),
+                    }),
+                }),
+                template,
+                ..DaemonSetSpec::default()
+            }),
+            ..DaemonSet::default()
         }),
     })
 }

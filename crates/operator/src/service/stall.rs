@@ -1,5 +1,5 @@
-//! What a StatefulSet roll lacks next to a Deployment's, made up from what the
-//! cluster shows.
+//! What a StatefulSet or DaemonSet roll lacks next to a Deployment's, made up
+//! from what the cluster shows.
 //!
 //! - A progress deadline. A Deployment reports it (`Progressing`:
 //!   `ProgressDeadlineExceeded`); for Ironic's conductors Ratchet judges it: a
@@ -7,6 +7,7 @@
 //!   created or changes readiness. Nothing moving for the deadline is a stall.
 //!   Nothing wakes the controller when nothing moves, so an unfinished roll
 //!   asks to be looked at again when its deadline would pass.
+//!   A DaemonSet reports no deadline either; its roll is judged the same way.
 //! - Rolling back. A pod of another revision that never got ready is never
 //!   replaced by the StatefulSet controller, even after the template is
 //!   reverted (Kubernetes' "forced rollback"): an abort during a stuck
@@ -19,7 +20,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::ListParams;
 
-use super::cached::CachedStatefulSet;
+use super::cached::{Cached, WorkloadDetail};
 use crate::context::Context;
 use crate::error::Result;
 
@@ -34,7 +35,7 @@ pub enum Stall {
 
 /// When the roll last moved: Ratchet's last change of the set (its field
 /// manager's time), or a pod of the set created or turning (un)ready.
-pub fn last_progress(set: &CachedStatefulSet, pods: &[Pod]) -> Option<Timestamp> {
+pub fn last_progress<K>(set: &Cached<K, WorkloadDetail>, pods: &[Pod]) -> Option<Timestamp> {
     let applied = set.applied_at.iter().map(|t| t.0);
     let pods = pods.iter().flat_map(|pod| {
         let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -67,8 +68,9 @@ pub fn judge(last: Timestamp, now: Timestamp, deadline: Duration) -> Stall {
 }
 
 /// Pods the set will not replace by itself: not ready and not of the revision
-/// it rolls to (once its controller has seen the current template).
-pub fn stuck_pods(set: &CachedStatefulSet, pods: &[Pod]) -> Vec<String> {
+/// it rolls to (once its controller has seen the current template). Only a
+/// StatefulSet reports that revision: a DaemonSet replaces such pods itself.
+pub fn stuck_pods<K>(set: &Cached<K, WorkloadDetail>, pods: &[Pod]) -> Vec<String> {
     let status = set.detail.status.as_ref();
     let seen = status.and_then(|s| s.observed_generation) >= set.metadata.generation;
     let update_revision = status.and_then(|s| s.update_revision.as_deref());
@@ -102,7 +104,7 @@ fn is_ready(pod: &Pod) -> bool {
 /// The label selector of the set's pods; never empty, since an empty one
 /// would list every pod in the namespace, each a candidate for deletion as
 /// stuck.
-fn pod_selector(set: &CachedStatefulSet) -> Option<String> {
+fn pod_selector<K>(set: &Cached<K, WorkloadDetail>) -> Option<String> {
     let selector = set
         .detail
         .selector
@@ -115,10 +117,10 @@ fn pod_selector(set: &CachedStatefulSet) -> Option<String> {
 
 /// Reads the set's pods: how its unfinished roll stands, and the pods that
 /// stand in its way.
-pub async fn check(
+pub async fn check<K>(
     ctx: &Context,
     namespace: &str,
-    set: &CachedStatefulSet,
+    set: &Cached<K, WorkloadDetail>,
     deadline: Duration,
 ) -> Result<(Stall, Vec<String>)> {
     // A set without a selector has no pods to judge.
@@ -142,6 +144,7 @@ pub async fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::cached::CachedStatefulSet;
     use serde_json::json;
 
     fn at(seconds: i64) -> String {

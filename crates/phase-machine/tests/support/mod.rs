@@ -78,7 +78,7 @@ impl World {
                         name: name.to_string(),
                         component: name.to_string(),
                         carries_installed_release: *carries,
-                        replicas: 1,
+                        replicas: Replicas::Fixed(1),
                     })
                     .collect(),
                 reported_check_job: None,
@@ -355,5 +355,19 @@ impl World {
             .find(|c| c.kind == "DatabaseReady")
             .expect("DatabaseReady");
         (c.status, c.reason.clone(), c.message.clone())
+    }
+}
+
+impl World {
+    /// The same world with a per-node agent rolled last (Neutron's agents,
+    /// Nova's computes on their hypervisors): one pod on the world's one node.
+    pub fn with_agent(mut self, name: &str) -> World {
+        self.obs.desired_workloads.push(WorkloadId {
+            name: name.to_string(),
+            component: name.to_string(),
+            carries_installed_release: false,
+            replicas: Replicas::PerNode,
+        });
+        self
     }
 }

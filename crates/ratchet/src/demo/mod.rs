@@ -302,7 +302,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Option<real::LoadFigures>> {
     local.print_access(
         Some(NAMESPACE),
         &format!(
-            "{},deployments,statefulsets,jobs,pods",
+            "{},deployments,statefulsets,daemonsets,jobs,pods",
             service.resource().plural
         ),
     );

@@ -3,7 +3,9 @@
 //! (ReplicaSets, ControllerRevisions) and their pods, into a [`Record`].
 
 use anyhow::Context;
-use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -21,7 +23,9 @@ use crate::resource_status::status_text;
 
 /// The Deployment controller's revision of a ReplicaSet.
 const REVISION: &str = "deployment.kubernetes.io/revision";
-/// The StatefulSet controller's revision of a pod: its ControllerRevision's name.
+/// The revision of a StatefulSet's or DaemonSet's pod: its ControllerRevision's
+/// name (StatefulSet) or the hash that revision carries under the same label
+/// (DaemonSet).
 const POD_REVISION: &str = "controller-revision-hash";
 
 pub async fn collect(
@@ -45,6 +49,7 @@ pub async fn collect(
     let jobs: Vec<Job> = list_owned(client, namespace, &owned, &uid).await?;
     let deployments: Vec<Deployment> = list_owned(client, namespace, &owned, &uid).await?;
     let stateful_sets: Vec<StatefulSet> = list_owned(client, namespace, &owned, &uid).await?;
+    let daemon_sets: Vec<DaemonSet> = list_owned(client, namespace, &owned, &uid).await?;
     // Revisions carry their workload's pod labels, so the same selector finds them.
     let replica_sets: Vec<ReplicaSet> = Api::namespaced(client.clone(), namespace)
         .list(&owned)
@@ -60,11 +65,26 @@ pub async fn collect(
         .iter()
         .map(|d| deployment_record(d, &replica_sets, &pods))
         .collect();
-    workloads.extend(
-        stateful_sets
-            .iter()
-            .map(|s| stateful_set_record(s, &controller_revisions, &pods)),
-    );
+    workloads.extend(stateful_sets.iter().map(|s| {
+        let replicas = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        revisions_record(
+            "StatefulSet",
+            &s.metadata,
+            replicas,
+            &controller_revisions,
+            &pods,
+        )
+    }));
+    workloads.extend(daemon_sets.iter().map(|d| {
+        let nodes = d.status.as_ref().map_or(0, |s| s.desired_number_scheduled);
+        revisions_record(
+            "DaemonSet",
+            &d.metadata,
+            nodes,
+            &controller_revisions,
+            &pods,
+        )
+    }));
     Ok(Record {
         subject: format!("{} {namespace}/{name}", service.kind),
         installed_release: status_text(&resource.data, "installedRelease"),
@@ -224,28 +244,37 @@ fn deployment_record(
     }
 }
 
-/// A StatefulSet's revisions: its ControllerRevisions, each with the pods
-/// labelled with its name.
-fn stateful_set_record(
-    set: &StatefulSet,
+/// A StatefulSet's or DaemonSet's revisions (`kind`, its `metadata` and
+/// `replicas`): its ControllerRevisions, each with the pods of that revision.
+fn revisions_record(
+    kind: &str,
+    metadata: &ObjectMeta,
+    replicas: i32,
     controller_revisions: &[ControllerRevision],
     pods: &[Pod],
 ) -> WorkloadRecord {
-    let uid = set.metadata.uid.as_deref().unwrap_or_default();
+    let uid = metadata.uid.as_deref().unwrap_or_default();
     let revisions = controller_revisions
         .iter()
         .filter(|r| owned_by(&r.metadata, uid))
         .map(|r| {
             let name = r.metadata.name.as_deref();
+            let hash = r
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(POD_REVISION))
+                .map(String::as_str);
             let current = pods.iter().filter(|p| {
+                let revision = p
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(POD_REVISION))
+                    .map(String::as_str);
                 owned_by(&p.metadata, uid)
-                    && name.is_some()
-                    && p.metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(POD_REVISION))
-                        .map(String::as_str)
-                        == name
+                    && revision.is_some()
+                    && (revision == name || revision == hash)
             });
             RevisionRecord {
                 number: r.revision,
@@ -260,9 +289,9 @@ fn stateful_set_record(
         })
         .collect();
     WorkloadRecord {
-        kind: "StatefulSet".into(),
-        name: set.metadata.name.clone().unwrap_or_default(),
-        replicas: set.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        kind: kind.into(),
+        name: metadata.name.clone().unwrap_or_default(),
+        replicas,
         revisions,
     }
 }

@@ -203,6 +203,8 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         replicas,
         resources,
         env,
+        field_env: Vec::new(),
+        node_selector: Default::default(),
         secrets: Vec::new(),
         api_port: (*role == Role::Api).then_some(API_PORT),
         carries_installed_release: role.carries_installed_release(),

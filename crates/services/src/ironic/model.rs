@@ -56,6 +56,8 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 replicas: spec.conductor.replicas_or_default(),
                 resources: spec.conductor.resources.clone(),
                 env: Vec::new(),
+                field_env: Vec::new(),
+                node_selector: Default::default(),
                 secrets: Vec::new(),
                 api_port: None,
                 carries_installed_release: false,

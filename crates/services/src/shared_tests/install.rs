@@ -16,6 +16,8 @@ fn every_example_resource_finds_its_secrets() {
             ("keystone-db", "connection"),
             ("glance-db", "connection"),
             ("placement-db", "connection"),
+            ("neutron-db", "connection"),
+            ("neutron-mq", "transport_url"),
         ]
     );
 }

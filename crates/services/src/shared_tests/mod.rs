@@ -2,6 +2,7 @@
 //! example Secrets, the witness's expectations) checked on the registered
 //! services: the operator crate names no service, so its examples live here.
 
+mod agents;
 pub mod checked_step;
 mod conversion;
 mod desired;

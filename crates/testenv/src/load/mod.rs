@@ -10,6 +10,7 @@ pub mod cinder;
 pub mod glance;
 pub mod ironic;
 pub mod keystone;
+pub mod neutron;
 pub mod placement;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -440,6 +441,15 @@ pub async fn start_for(
                 .await?
                 .any()
         }
+        "neutron" => {
+            let options = neutron::NeutronLoadOptions {
+                login,
+                ..Default::default()
+            };
+            neutron::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
         "placement" => {
             let options = placement::PlacementLoadOptions {
                 login,
@@ -465,9 +475,9 @@ pub async fn start_for(
 
 /// The user `service`'s client logs in as, made in the Keystone at
 /// `keystone` by its admin: a `member` of the project `demo` for the
-/// services a cloud's users call (Cinder, Glance), an `admin` of the system
-/// for Ironic, whose node enrolment asks `system_scope:all`, and for
-/// Placement the `service` role in project `service`, as Nova's services
+/// services a cloud's users call (Cinder, Glance, Neutron), an `admin` of
+/// the system for Ironic, whose node enrolment asks `system_scope:all`, and
+/// for Placement the `service` role in project `service`, as Nova's services
 /// call it (its policies ask a project-scoped `admin` or `service`). `None`
 /// for a service without a client that logs in.
 pub async fn login_for(
@@ -477,7 +487,7 @@ pub async fn login_for(
     admin_password: &str,
 ) -> Result<Option<auth::Credentials>> {
     let (user, scope, role) = match service {
-        "cinder" | "glance" => ("demo", auth::Scope::Project("demo".into()), "member"),
+        "cinder" | "glance" | "neutron" => ("demo", auth::Scope::Project("demo".into()), "member"),
         "ironic" => ("baremetal-operator", auth::Scope::System, "admin"),
         "placement" => (
             "placement-client",

@@ -23,6 +23,7 @@ holds the rendered chart to the operator's registry.
 - { group: keystone.openstack.c5c3.io, plural: keystones, version: v1alpha1 }
 - { group: glance.openstack.c5c3.io, plural: glances, version: v1alpha1 }
 - { group: placement.openstack.c5c3.io, plural: placements, version: v1alpha1 }
+- { group: neutron.openstack.c5c3.io, plural: neutrons, version: v1alpha1 }
 {{- end -}}
 
 {{/* The rules the operator needs where it reconciles (docs/permissions.md). */}}
@@ -39,7 +40,7 @@ holds the rendered chart to the operator's registry.
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete", "patch"]
 - apiGroups: ["apps"]
-  resources: ["deployments", "statefulsets"]
+  resources: ["deployments", "statefulsets", "daemonsets"]
   verbs: ["get", "list", "watch", "create", "delete", "patch"]
 - apiGroups: [""]
   resources: ["configmaps", "services"]
