@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, ensure};
 use common::{Harness, TIMEOUT};
 use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -55,6 +56,30 @@ async fn key_secrets(h: &Harness, name: &str) -> Result<BTreeMap<String, String>
         .collect())
 }
 
+/// Every DaemonSet of resource `name` placed a ready pod on a node: a
+/// per-node agent that no node can run would count as rolled out with none.
+async fn per_node_agents_run(h: &Harness, name: &str) -> Result<()> {
+    let sets = h.api::<DaemonSet>().list(&Default::default()).await?.items;
+    for set in sets.iter().filter(|s| {
+        s.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.name == name)
+    }) {
+        let status = set.status.clone().unwrap_or_default();
+        ensure!(
+            status.desired_number_scheduled > 0
+                && status.number_ready == status.desired_number_scheduled,
+            "{name}: DaemonSet {:?} runs {} ready pods on {} nodes",
+            set.metadata.name,
+            status.number_ready,
+            status.desired_number_scheduled
+        );
+    }
+    Ok(())
+}
+
 async fn install_and_upgrade<S: OpenStackService>(h: &Harness) -> Result<()> {
     let name = S::SERVICE;
     let example = S::example(name, "2026.1", &format!("{REPO}/{name}"), 1);
@@ -80,6 +105,7 @@ async fn install_and_upgrade<S: OpenStackService>(h: &Harness) -> Result<()> {
         settled::<S>("2026.1"),
     )
     .await?;
+    per_node_agents_run(h, name).await?;
     let keys = key_secrets(h, name).await?;
     let expected_keys = object.model(name).key_secrets.len();
     ensure!(

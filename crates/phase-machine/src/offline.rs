@@ -165,13 +165,16 @@ pub fn step(cx: Context) -> OfflineStep {
                     offline.template.command.join(" ")
                 )
             } else {
-                format!("stopping {names} for its offline Job")
+                format!("stopping {names} for its offline Job (an outage the spec allows)")
             };
+            // One reason from the first stop to the Job's end: one Warning
+            // marks the outage's start; `OutageEnded` its end.
             pending(
                 Verdict::no(
-                    phase.in_progress_reason,
+                    reason::OUTAGE_STARTED,
                     format!("{span}: {} {doing}", phase.name),
-                ),
+                )
+                .warn(),
                 jobs,
                 keep,
                 Outcome::Waiting,

@@ -290,6 +290,15 @@ fn advance(
                             outcome,
                         } = step
                         else {
+                            events.push(normal(
+                                event::OUTAGE_ENDED,
+                                format!(
+                                    "{span}: {} serve again; {}-{} ran while they were stopped",
+                                    offline.stops.join(", "),
+                                    profile.service,
+                                    offline.template.suffix,
+                                ),
+                            ));
                             if let Some(reason) = phase.complete_event {
                                 events.push(normal(
                                     reason,

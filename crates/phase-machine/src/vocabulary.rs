@@ -36,6 +36,9 @@ pub mod reason {
     pub const ABORT_NOT_SAFE: &str = "AbortNotSafe";
     /// A phase's Job needs workloads stopped and the spec allows no outage.
     pub const OUTAGE_NOT_ALLOWED: &str = "OutageNotAllowed";
+    /// An offline step stops workloads (the outage the spec allows begins);
+    /// its Warning event marks the outage's start.
+    pub const OUTAGE_STARTED: &str = "OutageStarted";
     // DeploymentsReady.
     pub const WORKLOADS_READY: &str = "AllWorkloadsReady";
     pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
@@ -68,6 +71,8 @@ pub mod event {
     pub const UPGRADE_CHECK_WARNINGS: &str = "UpgradeCheckWarnings";
     pub const UPGRADE_CHECK_EVENT_EMISSION_DEFERRED: &str = "UpgradeCheckEventEmissionDeferred";
     pub const STUCK_POD_REPLACED: &str = "StuckPodReplaced";
+    /// The workloads an offline step stopped serve again: the outage's end.
+    pub const OUTAGE_ENDED: &str = "OutageEnded";
     /// The operator cannot see the resource's children (their watch never
     /// listed, typically missing RBAC); emitted by the operator, not the machine.
     pub const CACHE_NOT_READY: &str = "CacheNotReady";

@@ -95,6 +95,19 @@ fn with_consent_it_stops_runs_and_starts_again_before_promoting() {
             .iter()
             .all(|d| !stopped(d).contains(&"c-scheduler"))
     );
+    // The outage's start and end, each announced once, in that order.
+    let events = w.events();
+    let outage: Vec<&str> = events
+        .iter()
+        .map(String::as_str)
+        .filter(|e| e.starts_with("Outage"))
+        .collect();
+    // Held without consent first (the test gives it late), then the outage.
+    assert_eq!(
+        outage,
+        ["OutageNotAllowed", "OutageStarted", "OutageEnded"],
+        "{events:?}"
+    );
 }
 
 #[test]

@@ -60,5 +60,14 @@ pub async fn register(client: &Client, node: &NodeDescription<'_>) -> Result<()>
     nodes
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
         .await?;
+    // The API server taints a new node `node.kubernetes.io/not-ready`
+    // (admission's TaintNodesByCondition) and the node lifecycle controller,
+    // which the local cluster leaves out, lifts it once the node is Ready. A
+    // DaemonSet places no pod on a node with that taint: lifted here, as that
+    // controller would.
+    let untainted = json!({ "spec": { "taints": [] } });
+    nodes
+        .patch(name, &PatchParams::default(), &Patch::Merge(&untainted))
+        .await?;
     Ok(())
 }

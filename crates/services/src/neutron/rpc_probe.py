@@ -31,9 +31,10 @@ def main():
     import oslo_messaging
     from oslo_config import cfg
 
-    conf = cfg.ConfigOpts()
-    conf([], project="neutron")
-    transport = oslo_messaging.get_rpc_transport(conf, url=url)
+    # The global configuration: oslo.messaging registers the options its
+    # client reads there (a private ConfigOpts lacks its metrics group).
+    cfg.CONF([], project="neutron")
+    transport = oslo_messaging.get_rpc_transport(cfg.CONF, url=url)
     target = oslo_messaging.Target(
         exchange="neutron", topic="q-plugin", server=socket.gethostname(), version="1.4"
     )
