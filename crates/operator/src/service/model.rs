@@ -78,6 +78,16 @@ pub enum WorkloadKind {
     DaemonSet,
 }
 
+/// A claim each pod of a StatefulSet gets of its own, `<name>-<pod>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodClaim {
+    /// A DNS label: the claim template's name, and its volume's.
+    pub name: String,
+    pub mount_path: String,
+    /// The storage it requests, as a Kubernetes quantity (`1Gi`).
+    pub size: String,
+}
+
 /// Seconds a terminating API pod keeps serving before its process is asked to
 /// stop: endpoint controllers and clients see it leave the Service first, so
 /// no new request reaches a closed socket.
@@ -126,6 +136,11 @@ pub struct WorkloadModel {
     pub carries_installed_release: bool,
     /// PersistentVolumeClaims mounted into its pods: (claim, mount path).
     pub claims: Vec<(String, String)>,
+    /// A claim of each pod's own (a StatefulSet's claim templates): state a
+    /// pod keeps across its restarts and rolls, e.g. a fake compute's node
+    /// identity. Fixed once the StatefulSet exists (Kubernetes refuses to
+    /// change claim templates).
+    pub pod_claims: Vec<PodClaim>,
     /// The readiness check: every long-running workload has one, so a pod that
     /// is up but not serving holds its roll.
     pub readiness: Readiness,
@@ -166,6 +181,7 @@ impl WorkloadModel {
             api_port: Some(port),
             carries_installed_release: false,
             claims: Vec::new(),
+            pod_claims: Vec::new(),
             readiness,
             pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
             termination_grace_seconds: None,
@@ -200,6 +216,7 @@ impl WorkloadModel {
             api_port: None,
             carries_installed_release: false,
             claims: Vec::new(),
+            pod_claims: Vec::new(),
             readiness,
             pre_stop_sleep_seconds: None,
             termination_grace_seconds: None,

@@ -15,10 +15,12 @@ use k8s_openapi::api::batch::v1::{
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
     EnvVar, EnvVarSource, ExecAction, Lifecycle, LifecycleHandler, ObjectFieldSelector,
-    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    SeccompProfile, Secret, SecretKeySelector, SecretVolumeSource, SecurityContext, Service,
-    ServicePort, ServiceSpec, SleepAction, TCPSocketAction, Volume, VolumeMount,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, Secret, SecretKeySelector,
+    SecretVolumeSource, SecurityContext, Service, ServicePort, ServiceSpec, SleepAction,
+    TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
@@ -26,8 +28,8 @@ use ratchet_phase_machine::hash::content_hash;
 use serde::Serialize;
 
 use super::model::{
-    ENV_JOB_GROUP, JobGroup, KeySecret, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel,
-    new_key, with_own,
+    ENV_JOB_GROUP, JobGroup, KeySecret, PodClaim, SecretEnv, ServiceModel, WorkloadKind,
+    WorkloadModel, new_key, with_own,
 };
 use crate::error::{Error, Result};
 use crate::labels;
@@ -576,6 +578,13 @@ pub fn workload(
             ..Volume::default()
         });
     }
+    // A pod's own claim is mounted by its template's name.
+    volume_mounts.extend(
+        workload
+            .pod_claims
+            .iter()
+            .map(|c| mount(&c.name, &c.mount_path, false)),
+    );
     let container = workload_container(workload, params.image, env, volume_mounts);
     let selector = owner.labels(&workload.component);
     let mut spec = pod_spec(
@@ -600,6 +609,11 @@ pub fn workload(
         spec: Some(spec),
     };
     let replicas = if params.stopped { 0 } else { workload.replicas };
+    if !workload.pod_claims.is_empty() && workload.kind != WorkloadKind::StatefulSet {
+        return Err(Error::Model(
+            "claims of each pod's own need a StatefulSet, the kind with claim templates",
+        ));
+    }
     if params.stopped && workload.kind == WorkloadKind::DaemonSet {
         return Err(Error::Model(
             "an offline step stops a per-node workload, which has no replicas to scale to none",
@@ -652,6 +666,13 @@ pub fn workload(
                     }),
                 }),
                 template,
+                volume_claim_templates: (!workload.pod_claims.is_empty()).then(|| {
+                    workload
+                        .pod_claims
+                        .iter()
+                        .map(|c| claim_template(owner, workload, c))
+                        .collect()
+                }),
                 ..StatefulSetSpec::default()
             }),
             ..StatefulSet::default()
@@ -675,6 +696,34 @@ pub fn workload(
             ..DaemonSet::default()
         }),
     })
+}
+
+/// A StatefulSet's claim template: each pod gets a claim `<name>-<pod>` of
+/// its own, read and written by that pod only, kept across its restarts.
+fn claim_template(
+    owner: &Owner,
+    workload: &WorkloadModel,
+    claim: &PodClaim,
+) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(claim.name.clone()),
+            labels: Some(owner.labels(&workload.component)),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".to_string(),
+                    Quantity(claim.size.clone()),
+                )])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    }
 }
 
 /// A Service, annotated with the hash of its rendering so an unchanged one is

@@ -209,6 +209,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
         api_port: (*role == Role::Api).then_some(API_PORT),
         carries_installed_release: role.carries_installed_release(),
         claims,
+        pod_claims: Vec::new(),
         readiness,
         pre_stop_sleep_seconds: (*role == Role::Api).then_some(API_DRAIN_SECONDS),
         // A stopping scheduler, volume or backup service finishes what it took.

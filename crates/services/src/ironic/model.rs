@@ -62,6 +62,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 api_port: None,
                 carries_installed_release: false,
                 claims: Vec::new(),
+                pod_claims: Vec::new(),
                 // A conductor registers under its host name (the pod's) and
                 // heartbeats while its worker lives ([conductor] heartbeat_timeout, 60 s).
                 readiness: readiness::heartbeat(

@@ -10,6 +10,7 @@ mod groups;
 mod install;
 mod pins;
 mod plan;
+mod pod_claims;
 mod server;
 mod validation;
 mod witness;
