@@ -10,9 +10,11 @@
 //! - Offline: a database whose contract branch lags one revision (what
 //!   `has_offline_migrations` reports as migrations needing every server
 //!   stopped; Neutron has added none since Newton, so the branch's last
-//!   revision, a no-op today, is made pending again) and a spec that allows
-//!   the outage: every server process is stopped before the contract and
-//!   started after, and the outage's start and end are events.
+//!   revision, a no-op today, is made pending again). Without the spec's
+//!   consent the upgrade holds with every server serving; an abort from there
+//!   goes back to the installed release on the expanded schema; with consent
+//!   every server process is stopped before the contract and started after,
+//!   and the outage's start and end are events.
 //!
 //! Needs root (the process kubelet).
 
@@ -29,8 +31,9 @@ use common::real::{
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event as KubeEvent;
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use ratchet_operator::service::OpenStackService;
+use ratchet_operator::service::plan::{abort_patch, start_patch};
 use ratchet_phase_machine::vocabulary::{event, reason};
 use ratchet_services::keystone::resource::authenticating;
 use ratchet_services::keystone::v1alpha1::Keystone;
@@ -40,6 +43,7 @@ use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
 use ratchet_testenv::load::neutron::{self, NeutronLoadOptions};
 use ratchet_testenv::load::{self, cluster_address};
+use ratchet_testenv::wait::until;
 
 const NAME: &str = "neutron";
 const KEYSTONE: &str = "keystone";
@@ -64,6 +68,10 @@ const SERVERS: &[&str] = &[
     "neutron-api",
 ];
 
+/// One cloud at a time: the two tests' clouds side by side, beside another
+/// real binary's, are more than two cores serve in time.
+static ONE_CLOUD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// MariaDB with `databases`, RabbitMQ, and the Neutron Secrets pointing at them.
 async fn backing_services(h: &Harness, databases: &[&str]) -> Result<Backing> {
     let db = backing::mariadb(&h.client, h.name(), "mariadb", databases).await?;
@@ -73,7 +81,7 @@ async fn backing_services(h: &Harness, databases: &[&str]) -> Result<Backing> {
     Ok(db)
 }
 
-/// The termination message of the last pod of Job `job`.
+/// The termination message of the last finished pod of Job `job`.
 async fn job_message(h: &Harness, job: &str) -> Result<String> {
     let pods = h
         .api::<Pod>()
@@ -81,9 +89,10 @@ async fn job_message(h: &Harness, job: &str) -> Result<String> {
         .await?;
     pods.items
         .iter()
-        .filter_map(|p| ratchet_operator::pods::terminated(p)?.message.as_deref())
+        .filter_map(ratchet_operator::pods::terminated)
+        .max_by_key(|t| t.finished_at.as_ref().map(|at| at.0))
+        .and_then(|t| t.message.as_deref())
         .map(|m| m.trim().to_string())
-        .next_back()
         .with_context(|| format!("no finished pod of {job}"))
 }
 
@@ -115,6 +124,7 @@ async fn a_real_neutron_upgrades_online_under_load_with_nothing_lost() -> Result
     let mut images = IMAGES.to_vec();
     images.push("ratchet.test/keystone:2026.1");
     prepare_images(&images).await?;
+    let _cloud = ONE_CLOUD.lock().await;
     let h = Harness::start_real("neutron-real").await?;
     let db = backing_services(&h, &[KEYSTONE, NAME]).await?;
     secret(&h, "neutron-keystone", "password", NEUTRON_PASSWORD.into()).await?;
@@ -218,16 +228,64 @@ async fn a_real_neutron_upgrades_online_under_load_with_nothing_lost() -> Result
     Ok(())
 }
 
+/// DatabaseReady's reason, as the resource stores it.
+fn database_reason(neutron: &Neutron) -> Option<String> {
+    neutron
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "DatabaseReady")
+        .map(|c| c.reason.clone())
+}
+
+/// Waits until `name`'s DatabaseReady has `reason`.
+async fn until_database(h: &Harness, reason: &str, timeout: Duration) -> Result<()> {
+    let wanted = reason.to_string();
+    until(
+        &h.api::<Neutron>(),
+        NAME,
+        timeout,
+        &format!("DatabaseReady {reason}"),
+        move |n: &Neutron| database_reason(n).as_deref() == Some(wanted.as_str()),
+    )
+    .await
+    .with_context(|| format!("waiting for DatabaseReady {reason}"))?;
+    Ok(())
+}
+
+/// Patches `name`'s spec with `patch` (a merge patch).
+async fn patch(h: &Harness, patch: serde_json::Value) -> Result<()> {
+    h.api::<Neutron>()
+        .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Every server Deployment serves with both its pods.
+async fn servers_serve(h: &Harness) -> Result<()> {
+    for server in SERVERS {
+        let ready = h
+            .api::<Deployment>()
+            .get(server)
+            .await?
+            .status
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or_default();
+        ensure!(ready == 2, "{server} has {ready} ready pods");
+    }
+    Ok(())
+}
+
 #[tokio::test]
-async fn a_pending_contract_stops_every_server_and_reports_the_outage() -> Result<()> {
+async fn a_pending_contract_holds_aborts_and_with_consent_stops_every_server() -> Result<()> {
     prepare_images(IMAGES).await?;
+    let _cloud = ONE_CLOUD.lock().await;
     let h = Harness::start_real("neutron-offline").await?;
     let db = backing_services(&h, &[NAME]).await?;
     let example = Neutron::real_example(NAME, "2026.1", "ratchet.test/neutron")
         .context("Neutron has a real example")?;
-    let mut manifest = example.manifest;
-    manifest["spec"]["upgrade"] = serde_json::json!({ "allowOutage": true });
-    let neutron: Neutron = serde_json::from_value(manifest)?;
+    let neutron: Neutron = serde_json::from_value(example.manifest)?;
     h.api::<Neutron>()
         .create(&PostParams::default(), &neutron)
         .await?;
@@ -244,13 +302,60 @@ async fn a_pending_contract_stops_every_server_and_reports_the_outage() -> Resul
         ),
     )
     .await?;
-    let witness = upgrade::<Neutron>(&h, NAME, "2026.2", UPGRADE_TIMEOUT).await?;
-    clean_upgrade::<Neutron>(&h, &witness, NAME).await?;
 
+    // Without consent the contract holds, every server still serving.
+    let installed_view = h.api::<Neutron>().get(NAME).await?.spec_view();
+    patch(&h, start_patch(&installed_view, "2026.2")).await?;
+    until_database(&h, reason::OUTAGE_NOT_ALLOWED, UPGRADE_TIMEOUT).await?;
+    servers_serve(&h).await?;
     let said = job_message(&h, "neutron-db-contract").await?;
     ensure!(
         said.starts_with("has_offline_migrations exit 1"),
         "the online contract Job said {said:?}"
+    );
+
+    // An abort from there: the servers go back to the installed release, on
+    // the schema the target release expanded.
+    let held = h.api::<Neutron>().get(NAME).await?;
+    let (revert, _) = abort_patch(&held, true, None)?;
+    patch(&h, revert).await?;
+    installed::<Neutron>(&h, NAME, "2026.1", UPGRADE_TIMEOUT).await?;
+    ensure!(
+        h.event_reasons(NAME)
+            .await?
+            .iter()
+            .any(|r| r == event::UPGRADE_ABORTED),
+        "no UpgradeAborted event"
+    );
+    servers_serve(&h).await?;
+    // A configuration change then re-runs the installed release's sync,
+    // which meets that schema and says so instead of failing; the same
+    // patch consents to the outage.
+    patch(
+        &h,
+        serde_json::json!({ "spec": {
+            "extraConfig": { "DEFAULT": { "agent_down_time": "76" } },
+            "upgrade": { "allowOutage": true },
+        } }),
+    )
+    .await?;
+    installed::<Neutron>(&h, NAME, "2026.1", UPGRADE_TIMEOUT).await?;
+    let said = job_message(&h, "neutron-db-sync").await?;
+    ensure!(
+        said.contains("ahead of this release"),
+        "the sync after the abort said {said:?}"
+    );
+
+    // With consent the same upgrade stops every server for the contract.
+    let witness = upgrade::<Neutron>(&h, NAME, "2026.2", UPGRADE_TIMEOUT).await?;
+    let phases = witness.seen().phases.get(NAME).cloned().unwrap_or_default();
+    ensure!(
+        phases
+            .iter()
+            .filter(|p| p.as_str() == "Contracting")
+            .count()
+            == 1,
+        "phases seen in the second upgrade: {phases:?}"
     );
     let events = h.events_for(NAME).await?;
     let at = |wanted: &str| {
@@ -261,8 +366,8 @@ async fn a_pending_contract_stops_every_server_and_reports_the_outage() -> Resul
             .collect::<Vec<_>>()
     };
     let (started, ended) = (at(reason::OUTAGE_STARTED), at(event::OUTAGE_ENDED));
-    let (Some(Some(started)), Some(Some(ended))) = (started.first(), ended.first()) else {
-        anyhow::bail!("the outage's events: started {started:?}, ended {ended:?}");
+    let ([Some(started)], [Some(ended)]) = (started.as_slice(), ended.as_slice()) else {
+        anyhow::bail!("the outage's events, once each: started {started:?}, ended {ended:?}");
     };
     ensure!(
         started < ended,
@@ -295,18 +400,8 @@ async fn a_pending_contract_stops_every_server_and_reports_the_outage() -> Resul
                 && e.note.as_deref().is_some_and(|n| n.ends_with("to 0"))
         });
         ensure!(to_none, "{server} was never scaled to none");
-        let replicas = h
-            .api::<Deployment>()
-            .get(server)
-            .await?
-            .status
-            .and_then(|s| s.ready_replicas)
-            .unwrap_or_default();
-        ensure!(
-            replicas == 2,
-            "{server} has {replicas} ready pods after the outage"
-        );
     }
+    servers_serve(&h).await?;
     h.finish().await;
     Ok(())
 }

@@ -33,8 +33,9 @@ pub fn phase_of<K: Serialize>(object: &K) -> String {
         .unwrap_or_default()
 }
 
-/// Installed at `release`, no upgrade running, Ready for its generation; for
-/// any service.
+/// Installed at `release`, no upgrade running, Ready for its generation, and
+/// every event of its last transition published (none pending in its
+/// status); for any service.
 pub fn settled<K: Serialize>(release: &str) -> impl Fn(&K) -> bool + use<K> {
     let release = release.to_string();
     move |object: &K| {
@@ -55,6 +56,9 @@ pub fn settled<K: Serialize>(release: &str) -> impl Fn(&K) -> bool + use<K> {
                 .unwrap_or_default()
                 .is_empty()
             && status["observedGeneration"] == v["metadata"]["generation"]
+            && status["pendingEvents"]
+                .as_array()
+                .is_none_or(|pending| pending.is_empty())
             && ready
     }
 }

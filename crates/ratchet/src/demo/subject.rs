@@ -327,7 +327,10 @@ mod tests {
                     .authenticated()
             })
             .collect();
-        assert_eq!(authenticated, ["cinder", "ironic", "glance", "placement"]);
+        assert_eq!(
+            authenticated,
+            ["cinder", "ironic", "glance", "placement", "neutron"]
+        );
         let ironic = Service::new("ironic", "2026.1", 1, true).expect("ironic");
         let spec = &ironic.manifest()["spec"];
         assert_eq!(spec["identity"]["keystone"], KEYSTONE);
