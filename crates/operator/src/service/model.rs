@@ -168,29 +168,19 @@ impl WorkloadModel {
         readiness: Readiness,
     ) -> WorkloadModel {
         WorkloadModel {
-            name: format!("{resource}-api"),
-            component: "api".into(),
-            kind: WorkloadKind::Deployment,
-            command,
-            replicas: spec.replicas_or_default(),
-            resources: spec.resources.clone(),
-            env: Vec::new(),
-            field_env: Vec::new(),
-            node_selector: BTreeMap::new(),
-            secrets: Vec::new(),
             api_port: Some(port),
-            carries_installed_release: false,
-            claims: Vec::new(),
-            pod_claims: Vec::new(),
-            readiness,
             pre_stop_sleep_seconds: Some(API_DRAIN_SECONDS),
-            termination_grace_seconds: None,
-            privileged: false,
+            ..WorkloadModel::worker(
+                resource,
+                "api",
+                WorkloadKind::Deployment,
+                command,
+                spec,
+                readiness,
+            )
         }
     }
-}
 
-impl WorkloadModel {
     /// `<resource>-<component>`: a process without an API (a conductor, an
     /// RPC server, an agent), of `kind`, sized by `spec` (its replicas unless
     /// it runs per node), restricted, stopped within Kubernetes' default grace.

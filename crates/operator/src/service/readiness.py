@@ -22,7 +22,7 @@ anything else, with a one-line reason on stderr, means not ready.
       live as long as the pod): a row a service writes as it starts (Cinder
       registers, or records its new versions, before its manager works) is
       not a heartbeat; only the periodic report a working service sends is.
-  reported <table> <timestamp-column> <max-age-seconds> <column>=<value>...
+  reported <table> <max-age-seconds> <timestamp-column> <column>=<value>...
       As heartbeat, for a table whose rows carry their report time in a
       column of their own (Neutron's agents: heartbeat_timestamp).
   database
@@ -175,14 +175,14 @@ def main(argv):
     elif len(argv) >= 6 and argv[0] == "heartbeats":
         check_heartbeat(argv[1], argv[2], argv[5:], counted=(argv[3], argv[4]))
     elif len(argv) >= 5 and argv[0] == "reported":
-        check_heartbeat(argv[1], argv[3], argv[4:], stamp=argv[2])
+        check_heartbeat(argv[1], argv[2], argv[4:], stamp=argv[3])
     elif argv == ["database"]:
         check_database()
     else:
         fail(
             "usage: http <port> <path> | heartbeat <table> <max-age> <column>=<value>... | "
             "heartbeats <table> <max-age> <counter> <state-file> <column>=<value>... | "
-            "reported <table> <timestamp-column> <max-age> <column>=<value>... | database"
+            "reported <table> <max-age> <timestamp-column> <column>=<value>... | database"
         )
 
 

@@ -110,19 +110,14 @@ pub fn reported(
     max_age_seconds: u32,
     filters: &[(&str, &str)],
 ) -> Readiness {
-    let max_age = max_age_seconds.to_string();
-    let args = ["reported", table, stamp, &max_age]
-        .into_iter()
-        .map(str::to_string)
-        .chain(
-            filters
-                .iter()
-                .map(|(column, value)| format!("{column}={value}")),
-        );
-    Readiness {
-        command: command(config_dir, args),
-        period_seconds: 10,
-    }
+    row_check(
+        config_dir,
+        "reported",
+        table,
+        max_age_seconds,
+        &[stamp],
+        filters,
+    )
 }
 
 /// The database answers a query: for a process whose work is the database's
@@ -416,8 +411,8 @@ mod tests {
             let args = [
                 "reported",
                 "agents",
-                "heartbeat_timestamp",
                 "60",
+                "heartbeat_timestamp",
                 "agent_type=Metadata agent",
                 "host=@env:RATCHET_TEST_NODE",
             ];

@@ -511,5 +511,14 @@ pub async fn login_for(
     }))
 }
 
+/// A number that tells this run's names and ids from an earlier run's (a
+/// client's objects outlive it in the service's database).
+pub fn run_id() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+        .unwrap_or_default()
+}
+
 /// The password of the users [`login_for`] makes.
 const LOGIN_PASSWORD: &str = "ratchet-load-user";

@@ -10,14 +10,14 @@
 //! Placement must run `noauth2`, where the token names `admin:admin`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::auth::Credentials;
-use super::{Made, Outcome, Request, RunningLoad, Session, exchange, start_load};
+use super::{Made, Outcome, Request, RunningLoad, Session, exchange, run_id, start_load};
 use crate::error::Result;
 use crate::shared::ClientNetns;
 
@@ -101,14 +101,6 @@ pub async fn start(
         .run(options, stop)
     })
     .await
-}
-
-/// A number that tells this run's UUIDs from an earlier run's.
-fn run_id() -> u32 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
-        .unwrap_or_default()
 }
 
 /// The `n`th UUID of `kind` (1: provider, 2: consumer) in run `run`.
