@@ -126,8 +126,10 @@ pub async fn ensure_example_secrets<R: Registry>(client: &Client, namespace: &st
 }
 
 /// (Secret, key, placeholder) for every Secret key each service's example
-/// resource refers to in its spec (`{ secretName, key }` fields): URLs for the
-/// database and message bus, a word for anything else (a password).
+/// resource refers to in its spec (`{ secretName, key }` objects, at any
+/// depth: a Nova cell's database and bus too), each once: URLs for a database
+/// (`database`, `apiDatabase`) and a message bus (`transport`), a word for
+/// anything else (a password).
 pub fn example_secrets<R: Registry>() -> Vec<(String, String, String)> {
     struct Secrets;
     impl PerService for Secrets {
@@ -135,22 +137,47 @@ pub fn example_secrets<R: Registry>() -> Vec<(String, String, String)> {
         fn of<S: OpenStackService>(&self) -> Self::Item {
             let service = S::SERVICE;
             let example = S::example(service, "2026.1", "example", 1).manifest;
-            let Some(spec) = example["spec"].as_object() else {
-                return Vec::new();
-            };
-            spec.iter()
-                .filter_map(|(field, reference)| {
-                    let name = reference["secretName"].as_str()?;
-                    let key = reference["key"].as_str()?;
-                    let placeholder = match field.as_str() {
-                        "database" => format!("mysql+pymysql://{service}:placeholder@db/{service}"),
-                        "transport" => format!("rabbit://{service}:placeholder@mq:5672/"),
-                        _ => "placeholder".to_string(),
-                    };
-                    Some((name.into(), key.into(), placeholder))
-                })
-                .collect()
+            let mut found = Vec::new();
+            secret_references(service, "spec", &example["spec"], &mut found);
+            found
         }
     }
     R::map(&Secrets).into_iter().flatten().collect()
+}
+
+/// Every `{ secretName, key }` object in `value` (the field `field`), with its
+/// placeholder, into `found` unless already there.
+fn secret_references(
+    service: &str,
+    field: &str,
+    value: &serde_json::Value,
+    found: &mut Vec<(String, String, String)>,
+) {
+    let reference = value["secretName"].as_str().zip(value["key"].as_str());
+    if let Some((name, key)) = reference {
+        let placeholder = match field {
+            "database" | "apiDatabase" => {
+                format!("mysql+pymysql://{service}:placeholder@db/{service}")
+            }
+            "transport" => format!("rabbit://{service}:placeholder@mq:5672/"),
+            _ => "placeholder".to_string(),
+        };
+        if !found.iter().any(|(n, k, _)| n == name && k == key) {
+            found.push((name.into(), key.into(), placeholder));
+        }
+        return;
+    }
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (field, value) in fields {
+                secret_references(service, field, value, found);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                secret_references(service, field, item, found);
+            }
+        }
+        _ => {}
+    }
 }

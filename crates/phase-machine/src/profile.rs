@@ -29,6 +29,10 @@ pub struct JobTemplate {
     /// `<resource>-<suffix>-<group>` with that group's Secrets; otherwise once,
     /// as `<resource>-<suffix>`.
     pub per_group: bool,
+    /// Whether its pod's termination message reports what it did (e.g. the
+    /// rows online data migrations moved): read once it succeeded, and quoted
+    /// in the event that announces the end of its phase.
+    pub reports: bool,
 }
 
 /// One Job a template stands for: the template once, or for one group.

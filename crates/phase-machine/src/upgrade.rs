@@ -242,6 +242,8 @@ fn advance(
     let image_ref = image.to_string();
     let span = format!("{installed} → {target}");
     let mut jobs = Vec::new();
+    // Reports of phases without an event of their own: UpgradeComplete's.
+    let mut carried_reports = String::new();
     // Parameters of the last roll this upgrade completed: workloads keep them.
     let mut rolled: Option<WorkloadParams> =
         profile.phases[..index]
@@ -329,14 +331,16 @@ fn advance(
                         .into();
                     }
                     Chain::Done => {
-                        if let Some(reason) = phase.complete_event {
-                            events.push(normal(
+                        let reported = reports(profile.service, &runs, obs);
+                        match phase.complete_event {
+                            Some(reason) => events.push(normal(
                                 reason,
                                 format!(
-                                    "{span}: {} succeeded",
+                                    "{span}: {} succeeded{reported}",
                                     chain::names(profile.service, &runs)
                                 ),
-                            ));
+                            )),
+                            None => carried_reports.push_str(&reported),
                         }
                         index += 1;
                     }
@@ -466,7 +470,7 @@ fn advance(
             }
         }
     }
-    promote(obs, installed, target, events)
+    promote(obs, installed, target, events, &carried_reports)
 }
 
 fn roll_params(image: &str, installed: Release, pin: Pin) -> WorkloadParams {
@@ -499,13 +503,32 @@ fn keep_rolled(obs: &Observed, rolled: Option<&WorkloadParams>) -> Vec<WorkloadA
     actions
 }
 
+/// What the reporting Jobs of `runs` said of their work (their pods'
+/// termination messages), as `; <job>: <message>` each.
+fn reports(service: &str, runs: &[JobRun], obs: &Observed) -> String {
+    runs.iter()
+        .filter(|run| run.template.reports)
+        .filter_map(|run| {
+            let said = obs.jobs.get(&run.key())?.termination_message.as_deref()?;
+            let said = said.trim();
+            (!said.is_empty()).then(|| format!("; {service}-{}: {said}", run.key()))
+        })
+        .collect()
+}
+
 /// Every phase is done: the installed release becomes the target, and the pass
 /// continues as steady state at the new release (whose installed-release
 /// annotation starts the second roll).
-fn promote(obs: &Observed, installed: Release, target: Release, mut events: Vec<Event>) -> Pass {
+fn promote(
+    obs: &Observed,
+    installed: Release,
+    target: Release,
+    mut events: Vec<Event>,
+    reports: &str,
+) -> Pass {
     events.push(normal(
         event::UPGRADE_COMPLETE,
-        format!("{installed} → {target}: upgrade complete; {target} is installed"),
+        format!("{installed} → {target}: upgrade complete; {target} is installed{reports}"),
     ));
     let mut observed = obs.clone();
     observed.status.installed_release = target.to_string();

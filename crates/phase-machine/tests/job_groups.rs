@@ -147,3 +147,47 @@ fn an_abort_deletes_every_group_s_job() {
         assert!(!w.obs.jobs.contains_key(key), "{key} kept after the abort");
     }
 }
+
+/// Nova's upgrade, cells `cell0` and `cell1`: each cell's online data
+/// migrations report what they moved, and the event announcing the
+/// upgrade's end quotes both.
+#[test]
+fn each_cell_s_report_reaches_the_upgrade_s_completion() {
+    let mut w = World::new(
+        ratchet_services::nova::profile::profile(),
+        "2026.1",
+        "2026.1",
+        &[("n-conductor", true), ("n-api", true)],
+    );
+    w.obs.job_groups = vec!["cell0".into(), "cell1".into()];
+    w.settle();
+    for (cell, moved) in [("cell0", "nothing"), ("cell1", "populate_user_id 12, ")] {
+        w.scripts.insert(
+            format!("online-migrations-{cell}"),
+            Script::Succeed {
+                message: Some(format!(
+                    "online_data_migrations exit 0 after 2 passes; moved: {moved}"
+                )),
+            },
+        );
+    }
+    w.set_release("2026.2");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    let complete: Vec<String> = w
+        .history
+        .iter()
+        .flat_map(|d| &d.events)
+        .filter(|e| e.reason == "UpgradeComplete")
+        .map(|e| e.message.clone())
+        .collect();
+    let [message] = complete.as_slice() else {
+        panic!("UpgradeComplete once: {complete:?}");
+    };
+    for said in [
+        "nova-online-migrations-cell0: online_data_migrations exit 0 after 2 passes; moved: nothing",
+        "nova-online-migrations-cell1: online_data_migrations exit 0 after 2 passes; moved: populate_user_id 12",
+    ] {
+        assert!(message.contains(said), "{said} in {message}");
+    }
+}

@@ -472,6 +472,9 @@ proptest! {
         for profile in Services::profiles() {
             let mut w = World::new(profile, "2026.1", "2026.1", &[("first", true), ("last", false)])
                 .with_agent("agent");
+            // A profile with per-group Jobs (Nova's cells) runs for one group
+            // at least: its model always declares cell0.
+            w.obs.job_groups = vec!["cell0".into()];
             w.settle();
             run(w, actions.clone())?;
         }
@@ -510,6 +513,7 @@ proptest! {
                 &[("first", true), ("last", false)],
             )
             .with_agent("agent");
+            w.obs.job_groups = vec!["cell0".into()];
             w.settle();
             // The offline step is asked for unless an action scripts otherwise.
             let asking = w.profile.phases.iter().filter(|p| p.offline().is_some());

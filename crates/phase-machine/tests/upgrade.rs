@@ -164,8 +164,11 @@ fn a_finished_upgrade_stays_ready_while_its_db_sync_confirms_the_schema() {
             "2026.1",
             &[("first", true), ("last", false)],
         );
+        w.obs.job_groups = vec!["cell0".into()];
         w.settle();
-        w.scripts.insert("db-sync".into(), Script::Hang);
+        // The sync's first Job (Nova's API database before its cells').
+        let sync = job_runs(&w.profile.db_sync, &w.obs.job_groups)[0].key();
+        w.scripts.insert(sync.clone(), Script::Hang);
         w.set_release("2026.2");
         let before = w.history.len();
         w.settle();
@@ -197,11 +200,7 @@ fn a_finished_upgrade_stays_ready_while_its_db_sync_confirms_the_schema() {
             Some("2026.2"),
             "{service}: the second roll ran while db-sync was still running"
         );
-        assert_eq!(
-            w.obs.jobs["db-sync"].outcome,
-            JobOutcome::Running,
-            "{service}"
-        );
+        assert_eq!(w.obs.jobs[&sync].outcome, JobOutcome::Running, "{service}");
         assert_eq!(
             w.history.last().map(|d| d.outcome.clone()),
             Some(Outcome::Waiting),

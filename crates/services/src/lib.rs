@@ -10,6 +10,7 @@ pub mod glance;
 pub mod ironic;
 pub mod keystone;
 pub mod neutron;
+pub mod nova;
 pub mod placement;
 #[cfg(test)]
 mod shared_tests;
@@ -28,6 +29,7 @@ impl Registry for Services {
         visitor.visit::<keystone::v1alpha1::Keystone>();
         visitor.visit::<glance::v1alpha1::Glance>();
         visitor.visit::<placement::v1alpha1::Placement>();
+        visitor.visit::<nova::v1alpha1::Nova>();
         visitor.visit::<neutron::v1alpha1::Neutron>();
     }
 }
@@ -69,6 +71,7 @@ mod tests {
                 "keystones.keystone.openstack.c5c3.io",
                 "glances.glance.openstack.c5c3.io",
                 "placements.placement.openstack.c5c3.io",
+                "novas.nova.openstack.c5c3.io",
                 "neutrons.neutron.openstack.c5c3.io"
             ]
         );
@@ -149,6 +152,7 @@ mod tests {
         assert_eq!(with_service("glance", Kind).as_deref(), Some("Glance"));
         assert_eq!(with_service("neutron", Kind).as_deref(), Some("Neutron"));
         assert_eq!(with_service("Cinder", Kind), None);
-        assert_eq!(with_service("nova", Kind), None);
+        assert_eq!(with_service("nova", Kind).as_deref(), Some("Nova"));
+        assert_eq!(with_service("swift", Kind), None);
     }
 }

@@ -161,6 +161,7 @@ pub async fn observe<S: OpenStackService>(
         Some(async move { Ok::<_, Error>((name, judged.await?)) })
     });
     let groups = model.job_group_names();
+    let current_phase = object.status_view().phase;
     let job_reads = jobs.iter().map(|(suffix, job)| {
         let mut observed = observed_job(job);
         let details = needs_pod_details(
@@ -169,6 +170,7 @@ pub async fn observe<S: OpenStackService>(
             suffix,
             &observed,
             reported_check_job.as_deref(),
+            &current_phase,
         );
         async move {
             if details {
@@ -246,15 +248,17 @@ fn observed_job(job: &CachedJob) -> ObservedJob {
 }
 
 /// Pods are read only when the machine needs what they say: the upgrade-check
-/// exit code of a finished, unreported reporting Job, or the exit code of a
+/// exit code of a finished, unreported reporting Job, the exit code of a
 /// failed Job whose phase maps exit codes to reasons or may ask for its
-/// offline step.
+/// offline step, or the report of a succeeded Job that reports its work
+/// while its phase (`current_phase`) is the upgrade's.
 fn needs_pod_details(
     profile: &Profile,
     groups: &[String],
     suffix: &str,
     job: &ObservedJob,
     reported: Option<&str>,
+    current_phase: &str,
 ) -> bool {
     let template = profile.template_of(suffix, groups);
     // The registration's messages say why it fails (Keystone unreachable, a
@@ -272,7 +276,14 @@ fn needs_pod_details(
             .any(|p| p.may_ask_offline(suffix, groups));
         let failed_with_reasons = (!t.exit_reasons.is_empty() || asks_offline)
             && matches!(job.outcome, JobOutcome::Failed { .. });
-        unreported_check || failed_with_reasons
+        let report_due = t.reports
+            && job.outcome == JobOutcome::Succeeded
+            && profile.phase(current_phase).is_some_and(|(_, phase)| {
+                ratchet_phase_machine::job_runs(phase.templates(), groups)
+                    .iter()
+                    .any(|run| run.key() == suffix)
+            });
+        unreported_check || failed_with_reasons || report_due
     })
 }
 

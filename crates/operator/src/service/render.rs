@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, DeploymentSpec,
     DeploymentStrategy, RollingUpdateDaemonSet, RollingUpdateDeployment,
-    RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy,
+    RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy,
+    StatefulSetSpec, StatefulSetUpdateStrategy,
 };
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec as JobObjectSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
@@ -673,6 +674,15 @@ pub fn workload(
                         .map(|c| claim_template(owner, workload, c))
                         .collect()
                 }),
+                // A pod's claim lives as long as its pod's place in the set:
+                // kept when the set scales in (the pod may come back), gone
+                // with the set.
+                persistent_volume_claim_retention_policy: (!workload.pod_claims.is_empty()).then(
+                    || StatefulSetPersistentVolumeClaimRetentionPolicy {
+                        when_deleted: Some("Delete".into()),
+                        when_scaled: Some("Retain".into()),
+                    },
+                ),
                 ..StatefulSetSpec::default()
             }),
             ..StatefulSet::default()

@@ -16,6 +16,10 @@ fn every_example_resource_finds_its_secrets() {
             ("keystone-db", "connection"),
             ("glance-db", "connection"),
             ("placement-db", "connection"),
+            ("nova-api-db", "connection"),
+            ("nova-cell0-db", "connection"),
+            ("nova-cell1-db", "connection"),
+            ("nova-mq", "transport_url"),
             ("neutron-db", "connection"),
             ("neutron-mq", "transport_url"),
         ]

@@ -11,6 +11,7 @@ pub mod glance;
 pub mod ironic;
 pub mod keystone;
 pub mod neutron;
+pub mod nova;
 pub mod placement;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -450,6 +451,18 @@ pub async fn start_for(
                 .await?
                 .any()
         }
+        // Its servers' image and flavor are the test's to make: without them
+        // `nova::start` refuses.
+        "nova" => {
+            let options = nova::NovaLoadOptions {
+                login,
+                admin: keystone.map(|k| auth::admin_credentials(k, admin_password)),
+                ..Default::default()
+            };
+            nova::start(client, netns, namespace, name, options)
+                .await?
+                .any()
+        }
         "placement" => {
             let options = placement::PlacementLoadOptions {
                 login,
@@ -475,11 +488,11 @@ pub async fn start_for(
 
 /// The user `service`'s client logs in as, made in the Keystone at
 /// `keystone` by its admin: a `member` of the project `demo` for the
-/// services a cloud's users call (Cinder, Glance, Neutron), an `admin` of
-/// the system for Ironic, whose node enrolment asks `system_scope:all`, and
-/// for Placement the `service` role in project `service`, as Nova's services
-/// call it (its policies ask a project-scoped `admin` or `service`). `None`
-/// for a service without a client that logs in.
+/// services a cloud's users call (Cinder, Glance, Neutron, Nova), an `admin`
+/// of the system for Ironic, whose node enrolment asks `system_scope:all`,
+/// and for Placement the `service` role in project `service`, as Nova's
+/// services call it (its policies ask a project-scoped `admin` or
+/// `service`). `None` for a service without a client that logs in.
 pub async fn login_for(
     service: &str,
     netns: &ClientNetns,
@@ -487,7 +500,9 @@ pub async fn login_for(
     admin_password: &str,
 ) -> Result<Option<auth::Credentials>> {
     let (user, scope, role) = match service {
-        "cinder" | "glance" | "neutron" => ("demo", auth::Scope::Project("demo".into()), "member"),
+        "cinder" | "glance" | "neutron" | "nova" => {
+            ("demo", auth::Scope::Project("demo".into()), "member")
+        }
         "ironic" => ("baremetal-operator", auth::Scope::System, "admin"),
         "placement" => (
             "placement-client",

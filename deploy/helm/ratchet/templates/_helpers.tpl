@@ -23,6 +23,7 @@ holds the rendered chart to the operator's registry.
 - { group: keystone.openstack.c5c3.io, plural: keystones, version: v1alpha1 }
 - { group: glance.openstack.c5c3.io, plural: glances, version: v1alpha1 }
 - { group: placement.openstack.c5c3.io, plural: placements, version: v1alpha1 }
+- { group: nova.openstack.c5c3.io, plural: novas, version: v1alpha1 }
 - { group: neutron.openstack.c5c3.io, plural: neutrons, version: v1alpha1 }
 {{- end -}}
 

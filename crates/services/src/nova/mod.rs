@@ -1,0 +1,77 @@
+//! Nova: its resource, its profile (the API database's then each cell's
+//! schema, `nova-status`, conductors → scheduler → API → computes pinned by
+//! `compute = auto`, online data migrations per cell, the pin released by the
+//! second roll), and on the shared controller its configuration, cells (Job
+//! groups, conductors and computes of their own) and fake computes. Upgraded
+//! after Placement, before Neutron.
+
+pub mod config;
+pub mod model;
+pub mod paste;
+pub mod profile;
+pub mod resource;
+pub mod v1alpha1;
+
+pub use profile::{CONFIG_DIR, SERVICE};
+pub use resource::example_manifest;
+
+use ratchet_operator::service::ini::{ManagedOption, TRANSPORT_URL};
+use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::status;
+use ratchet_operator::service::{Example, OpenStackService};
+use ratchet_phase_machine::{Profile, SpecView};
+use v1alpha1::Nova;
+
+impl OpenStackService for Nova {
+    const SERVICE: &'static str = SERVICE;
+    const INSTALLED_RELEASE_ANNOTATION: &'static str = "nova.c5c3.io/installed-release";
+    const CHECK_REPORTED_ANNOTATION: &'static str = "nova.c5c3.io/last-upgrade-check-job-uid";
+    const MANAGED_OPTIONS: &'static [ManagedOption] = &[
+        config::API_DATABASE_CONNECTION,
+        ratchet_operator::service::ini::DATABASE_CONNECTION,
+        TRANSPORT_URL,
+        config::HOST,
+        config::COMPUTE_PIN,
+        config::COMPUTE_DRIVER,
+    ];
+    const DEFAULT_UID: i64 = 42436;
+
+    fn example(name: &str, release: &str, repository: &str, _scale: usize) -> Example {
+        Example {
+            manifest: example_manifest(name, release, repository, release),
+            shape: resource::SHAPE.into(),
+        }
+    }
+
+    fn real_example(name: &str, release: &str, repository: &str) -> Option<Example> {
+        Some(Example {
+            manifest: resource::real_example_manifest(name, release, repository),
+            shape: resource::SHAPE.into(),
+        })
+    }
+
+    fn profile() -> Profile {
+        profile::profile()
+    }
+
+    fn spec_view(&self) -> SpecView {
+        let mut view = status::spec_view::<Self>(
+            self.metadata.generation,
+            &self.spec.open_stack_release,
+            &self.spec.image,
+            ratchet_release::ImageLayout::Flat,
+            &self.spec.extra_config,
+            &self.spec.secret_options,
+        );
+        // Refused at admission too, not only when the file is rendered.
+        view.invalid_config
+            .extend(config::identity_refusals(&self.spec));
+        view.invalid_config
+            .extend(config::cell_refusals(&self.spec));
+        view
+    }
+
+    fn model(&self, name: &str) -> ServiceModel {
+        model::model(self, name)
+    }
+}
