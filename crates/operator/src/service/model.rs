@@ -271,6 +271,10 @@ pub struct ServiceModel {
     /// Variables from Secret keys that only the Jobs get: what no
     /// long-running process needs (Keystone's bootstrap password).
     pub job_secrets: Vec<SecretEnv>,
+    /// Plain variables only the Jobs get: what would restart every pod if it
+    /// changed, were it the pods' (e.g. the hosts the workloads run as, which
+    /// change with their replicas).
+    pub job_env: Vec<(String, String)>,
     /// Plain environment of every pod and Job (a workload adds its own).
     pub env: Vec<(String, String)>,
     /// Secrets of keys Ratchet creates when absent, mounted everywhere.

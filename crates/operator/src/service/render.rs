@@ -239,6 +239,12 @@ fn job_env(
         let own = group.map_or(&[][..], |g| g.secrets.as_slice());
         let mut env = model_env(model, own);
         env.extend(model.job_secrets.iter().map(secret_env));
+        env.extend(
+            model
+                .job_env
+                .iter()
+                .map(|(name, value)| plain_env(name, value)),
+        );
         if let Some(group) = group {
             env.push(plain_env(ENV_JOB_GROUP, &group.name));
         }

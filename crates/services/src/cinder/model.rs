@@ -249,6 +249,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             .collect(),
         job_groups: Vec::new(),
         job_secrets: Vec::new(),
+        job_env: Vec::new(),
         secret_options: secret_options::environment(&cinder.spec.secret_options),
         env: Vec::new(),
         key_secrets: Vec::new(),

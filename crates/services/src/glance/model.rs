@@ -64,6 +64,7 @@ pub fn model(glance: &Glance, name: &str) -> ServiceModel {
         .collect(),
         job_groups: Vec::new(),
         job_secrets: Vec::new(),
+        job_env: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it finds glance-api.conf here.
         env: vec![("OS_GLANCE_CONFIG_DIR".into(), CONFIG_DIR.into())],

@@ -41,6 +41,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
             .collect(),
         job_groups: Vec::new(),
         job_secrets: Vec::new(),
+        job_env: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         env: Vec::new(),
         key_secrets: Vec::new(),

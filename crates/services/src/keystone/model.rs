@@ -77,6 +77,7 @@ pub fn model(keystone: &Keystone, name: &str) -> ServiceModel {
             env: "OS_BOOTSTRAP_PASSWORD".to_string(),
             source: spec.admin_password.clone(),
         }],
+        job_env: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         env: bootstrap_env(keystone, name, namespace),
         key_secrets: vec![

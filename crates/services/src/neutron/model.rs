@@ -172,6 +172,7 @@ pub fn model(neutron: &Neutron, name: &str) -> ServiceModel {
             .collect(),
         job_groups: Vec::new(),
         job_secrets: Vec::new(),
+        job_env: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it reads these files of
         // this directory (`;`-separated), and finds api-paste.ini beside them.

@@ -107,11 +107,16 @@ fn defaults(sections: &mut Sections) {
         &format!("{STATE_DIR}/lock"),
     );
     // New computes are mapped to their cell by the scheduler itself, every
-    // 60 s, instead of a Job that would have to wait for them.
-    set("scheduler", "discover_hosts_in_cells_interval", "60");
-    // One worker process per pod: pods scale out.
+    // 30 s, instead of a Job that would have to wait for them.
+    set("scheduler", "discover_hosts_in_cells_interval", "30");
+    // One worker process per pod: pods scale out (the default is one per
+    // CPU of the node, each reporting into the same service row).
     set("conductor", "workers", "1");
     set("scheduler", "workers", "1");
+    // 33.0.2's conductor and compute wait this long on SIGTERM even when
+    // idle (160 s by default), longer than a pod's grace: a roll would take
+    // minutes per pod and end in SIGKILL.
+    set("DEFAULT", "manager_shutdown_timeout", "10");
 }
 
 /// The file, or why it cannot be written.
@@ -171,7 +176,7 @@ mod tests {
             "[upgrade_levels]\ncompute = auto\n",
             "compute_driver = fake.FakeDriverWithoutFakeNodes\n",
             "state_path = /var/lib/nova\n",
-            "discover_hosts_in_cells_interval = 60\n",
+            "discover_hosts_in_cells_interval = 30\n",
         ] {
             assert!(text.contains(written), "{written:?} in {text}");
         }

@@ -19,7 +19,7 @@ use ratchet_operator::service::model::{
 use ratchet_operator::service::{identity, readiness, registration_plan, secret_options, uwsgi};
 
 use super::config::{self, CONFIG_FILE, ENV_API_DATABASE_CONNECTION};
-use super::profile::{CONFIG_DIR, STATE_DIR};
+use super::profile::{CONFIG_DIR, STALE_SERVICES_SCRIPT, STATE_DIR};
 use crate::nova::v1alpha1::{CellSpec, Nova};
 
 pub const API_PORT: i32 = 8774;
@@ -176,6 +176,20 @@ pub fn workloads(nova: &Nova, name: &str) -> Vec<WorkloadModel> {
     workloads
 }
 
+/// The hosts the resource's pods register as: each StatefulSet pod its own
+/// name, every API pod the API's.
+pub fn hosts(nova: &Nova, name: &str) -> Vec<String> {
+    workloads(nova, name)
+        .iter()
+        .flat_map(|w| match w.kind {
+            WorkloadKind::StatefulSet => (0..w.replicas.max(0))
+                .map(|i| format!("{}-{i}", w.name))
+                .collect(),
+            WorkloadKind::Deployment | WorkloadKind::DaemonSet => vec![w.name.clone()],
+        })
+        .collect()
+}
+
 /// cell0 and every cell: the groups each cell's Jobs run for, with the
 /// cell's database (and bus: cell0 has none of its own).
 pub fn job_groups(nova: &Nova) -> Vec<JobGroup> {
@@ -198,7 +212,11 @@ pub fn model(nova: &Nova, name: &str) -> ServiceModel {
         config_dir: CONFIG_DIR,
         config_file: CONFIG_FILE,
         config: config::render(namespace, name, spec),
-        support_files: vec![readiness::script(), super::paste::file()],
+        support_files: vec![
+            readiness::script(),
+            super::paste::file(),
+            (STALE_SERVICES_SCRIPT.0, STALE_SERVICES_SCRIPT.1.to_string()),
+        ],
         scratch_dirs: Vec::new(),
         state_dir: STATE_DIR,
         // The API, scheduler and super-conductor read the API database,
@@ -217,6 +235,13 @@ pub fn model(nova: &Nova, name: &str) -> ServiceModel {
         .collect(),
         job_groups: job_groups(nova),
         job_secrets: Vec::new(),
+        job_env: vec![
+            ("RATCHET_NOVA_HOSTS".into(), hosts(nova, name).join(",")),
+            (
+                "RATCHET_STALE_SERVICES".into(),
+                spec.stale_services.as_str().into(),
+            ),
+        ],
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it reads these files of
         // this directory, the paste pipeline first (`;`-separated).

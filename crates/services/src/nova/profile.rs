@@ -5,7 +5,8 @@
 //! they are the expand, run on the target image while the installed release
 //! serves; the API database first, then each cell's (cell0 and every cell of
 //! the spec: the cells are the resource's Job groups, each Job named after
-//! its cell). Migrating is `nova-status upgrade check`. The roll goes
+//! its cell). Migrating names (and, by the spec's choice, forces down) each
+//! cell's stale service rows, then runs `nova-status upgrade check`. The roll goes
 //! super-conductor, cell conductors, scheduler, API, computes, each pinned
 //! by `[upgrade_levels] compute = auto` to the oldest compute; the pin is
 //! released by the second roll once the release is promoted. Contracting is
@@ -117,6 +118,26 @@ fn online_data_migrations() -> JobTemplate {
     }
 }
 
+/// The script the stale-services Job runs, beside the configuration.
+pub const STALE_SERVICES_SCRIPT: (&str, &str) = (
+    "ratchet-nova-stale-services.py",
+    include_str!("stale_services.py"),
+);
+
+/// Each cell's service rows of hosts the resource's pods are not, named and
+/// (by the spec's choice) forced down, before the check (a stale compute
+/// older than the supported window would fail it) and the roll (whose pins
+/// it would hold). Its summary is quoted in `MigrateComplete`.
+fn stale_services() -> JobTemplate {
+    JobTemplate {
+        reports: true,
+        ..per_cell(job(
+            "stale-services",
+            format!("python3 {CONFIG_DIR}/{}", STALE_SERVICES_SCRIPT.0),
+        ))
+    }
+}
+
 pub fn profile() -> Profile {
     let mut rolling = Phase::rolling_update();
     rolling.abort_caution = Some(
@@ -138,7 +159,7 @@ pub fn profile() -> Profile {
         ],
         phases: vec![
             Phase::expanding(api_db_sync("api-db-expand")).then(cell_db_sync("db-expand")),
-            Phase::migrating(JobTemplate {
+            Phase::migrating(stale_services()).then(JobTemplate {
                 exit_reasons: vec![ExitReason {
                     exit_code: 2,
                     reason: "UpgradeCheckFailed",

@@ -75,6 +75,14 @@ pub struct NovaSpec {
     /// reschedules across cells. Default 1.
     #[serde(default)]
     pub conductor: WorkloadSpec,
+    /// What an upgrade does, before its roll, with a service row whose host
+    /// none of this resource's pods is (a compute scaled in, a node
+    /// removed): `ForceDown` (the default) forces it down through Nova, so it
+    /// neither holds the `compute = auto` pin at its old version nor trips
+    /// Nova's version checks, and unsetting it undoes that; `Report` only
+    /// names it. Either way the upgrade's `MigrateComplete` event names them.
+    #[serde(default)]
+    pub stale_services: StaleServices,
     /// Seconds a rollout may make no progress before it is reported as stalled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 10, max = 86400))]
@@ -94,6 +102,27 @@ pub struct NovaSpec {
     /// The user and groups every Nova pod runs as (default 42436 for all three).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_context: Option<PodSecurity>,
+}
+
+/// What an upgrade does with stale service rows.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum StaleServices {
+    /// Force them down (reversible: `openstack compute service set --up`).
+    #[default]
+    ForceDown,
+    /// Only name them.
+    Report,
+}
+
+impl StaleServices {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StaleServices::ForceDown => "ForceDown",
+            StaleServices::Report => "Report",
+        }
+    }
 }
 
 /// cell0's database.

@@ -55,6 +55,7 @@ pub fn model(placement: &Placement, name: &str) -> ServiceModel {
         .collect(),
         job_groups: Vec::new(),
         job_secrets: Vec::new(),
+        job_env: Vec::new(),
         secret_options: secret_options::environment(&spec.secret_options),
         // The WSGI application takes no arguments: it reads placement.conf here.
         env: vec![("OS_PLACEMENT_CONFIG_DIR".into(), CONFIG_DIR.into())],

@@ -605,3 +605,89 @@ mod tests {
         assert!(unusable(&no_flavor).is_some_and(|m| m.contains("flavor")));
     }
 }
+
+/// What servers boot from: an image in Glance and a flavor in Nova.
+#[derive(Clone, Debug)]
+pub struct BootSource {
+    pub image: String,
+    pub flavor: String,
+}
+
+/// The image's bytes: the fake driver never reads them, Glance only needs
+/// the image active.
+const IMAGE_BYTES: &[u8] = b"ratchet fake-driver boot image";
+
+/// Makes, as `admin`, a public raw image in the Glance at `glance` (its
+/// ClusterIP) with `hw_machine_type` set (without it `nova-status` warns of
+/// every fake-driver server) and uploaded, and a flavor of one vCPU, 64 MiB
+/// and 1 GiB of disk in the Nova at `nova`, from `netns`.
+pub async fn boot_source(
+    netns: &ClientNetns,
+    glance: std::net::SocketAddr,
+    nova: std::net::SocketAddr,
+    admin: &Credentials,
+) -> Result<BootSource> {
+    let admin = admin.clone();
+    netns
+        .run(async move {
+            let http = super::http_client()?;
+            let token = admin.issue(&http).await.map_err(boot_failure)?.value;
+            let image = super::exchange(
+                http.post(format!("http://{glance}/v2/images"))
+                    .header("X-Auth-Token", &token)
+                    .json(&json!({
+                        "name": format!("load-{:08x}", run_id()),
+                        "disk_format": "raw",
+                        "container_format": "bare",
+                        "visibility": "public",
+                        "hw_machine_type": "pc",
+                    })),
+                "POST /v2/images",
+                201,
+            )
+            .await
+            .map_err(boot_failure)?;
+            let image = image["id"].as_str().unwrap_or_default().to_string();
+            super::exchange_with_headers(
+                http.put(format!("http://{glance}/v2/images/{image}/file"))
+                    .header("X-Auth-Token", &token)
+                    .header("Content-Type", "application/octet-stream")
+                    .body(IMAGE_BYTES),
+                "PUT /v2/images/<id>/file",
+                204,
+            )
+            .await
+            .map_err(boot_failure)?;
+            let flavor = super::exchange(
+                http.post(format!("http://{nova}{PREFIX}/flavors"))
+                    .header("X-Auth-Token", &token)
+                    .header("OpenStack-API-Version", MICROVERSION)
+                    .json(&json!({ "flavor": {
+                        "name": format!("load-{:08x}", run_id()),
+                        "ram": 64, "vcpus": 1, "disk": 1,
+                    } })),
+                "POST /v2.1/flavors",
+                200,
+            )
+            .await
+            .map_err(boot_failure)?;
+            let flavor = flavor["flavor"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if image.is_empty() || flavor.is_empty() {
+                return Err(boot_failure(format!(
+                    "no id came back: image {image:?}, flavor {flavor:?}"
+                )));
+            }
+            Ok(BootSource { image, flavor })
+        })
+        .await?
+}
+
+fn boot_failure(detail: String) -> TestEnvError {
+    TestEnvError::Service {
+        service: "nova boot source".into(),
+        detail,
+    }
+}
