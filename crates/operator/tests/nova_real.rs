@@ -134,6 +134,10 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
     ];
     let db = backing::mariadb(&h.client, h.name(), "mariadb", &databases).await?;
     let mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq").await?;
+    // cell1's bus of its own: its conductors and the super-conductor serve
+    // one topic.
+    let cell1_mq = backing::rabbitmq(&h.client, h.name(), "rabbitmq-cell1").await?;
+    secret(&h, "nova-cell1-mq", "transport_url", cell1_mq.amqp_url()).await?;
     for (secret_name, database) in [
         ("glance-db", "glance"),
         ("placement-db", "placement"),

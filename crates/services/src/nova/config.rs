@@ -67,13 +67,30 @@ pub fn identity_refusals(spec: &NovaSpec) -> Vec<String> {
     )
 }
 
-/// Why the cells cannot be rendered: a name taken twice or `cell0`'s.
+/// Why the cells cannot be rendered: a name taken twice or `cell0`'s, a
+/// message bus shared with the top level or another cell.
 pub fn cell_refusals(spec: &NovaSpec) -> Vec<String> {
     let mut refused = Vec::new();
     for (index, cell) in spec.cells.iter().enumerate() {
         if cell.name == "cell0" {
             refused.push(format!(
                 "spec.cells[{index}].name: cell0 is spec.cell0, not a cell of computes"
+            ));
+        }
+        // The super-conductor and a cell's conductors serve one RPC topic:
+        // on one bus they would take each other's calls, each writing to its
+        // own database (a compute's record made in one, looked up in the other).
+        if cell.transport == spec.transport {
+            refused.push(format!(
+                "spec.cells[{index}].transport: the same Secret key as spec.transport; a cell needs a message bus (or vhost) of its own"
+            ));
+        }
+        if spec.cells[..index]
+            .iter()
+            .any(|c| c.transport == cell.transport)
+        {
+            refused.push(format!(
+                "spec.cells[{index}].transport: shared with another cell; each cell needs a message bus (or vhost) of its own"
             ));
         }
         if spec.cells[..index].iter().any(|c| c.name == cell.name) {

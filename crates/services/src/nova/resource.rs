@@ -5,8 +5,9 @@ pub const SHAPE: &str =
     "2 APIs, 2 schedulers, 2 conductors, cell0 and cell1 with 2 conductors and 2 fake computes";
 
 /// A Nova manifest for demos and tests: Secrets `nova-api-db`, `nova-cell0-db`
-/// and `nova-cell1-db` (database URLs), `nova-mq` (the message bus, cell1's
-/// too), two pods of every control-plane workload and two fake computes.
+/// and `nova-cell1-db` (database URLs), `nova-mq` and `nova-cell1-mq` (the
+/// top-level bus and cell1's), two pods of every control-plane workload and
+/// two fake computes.
 pub fn example_manifest(
     name: &str,
     release: &str,
@@ -26,7 +27,7 @@ pub fn example_manifest(
             "cells": [{
                 "name": "cell1",
                 "database": { "secretName": "nova-cell1-db", "key": "connection" },
-                "transport": { "secretName": "nova-mq", "key": "transport_url" },
+                "transport": { "secretName": "nova-cell1-mq", "key": "transport_url" },
                 "conductor": { "replicas": 2 },
                 "computes": { "replicas": 2 },
             }],

@@ -19,6 +19,7 @@ fn every_example_resource_finds_its_secrets() {
             ("nova-api-db", "connection"),
             ("nova-cell0-db", "connection"),
             ("nova-cell1-db", "connection"),
+            ("nova-cell1-mq", "transport_url"),
             ("nova-mq", "transport_url"),
             ("neutron-db", "connection"),
             ("neutron-mq", "transport_url"),
