@@ -166,7 +166,7 @@ fn each_cell_s_report_reaches_the_upgrade_s_completion() {
             format!("online-migrations-{cell}"),
             Script::Succeed {
                 message: Some(format!(
-                    "online_data_migrations exit 0 after 2 passes; moved: {moved}"
+                    "online_data_migrations exit 0; passes: 2; moved: {moved}"
                 )),
             },
         );
@@ -185,8 +185,8 @@ fn each_cell_s_report_reaches_the_upgrade_s_completion() {
         panic!("UpgradeComplete once: {complete:?}");
     };
     for said in [
-        "nova-online-migrations-cell0: online_data_migrations exit 0 after 2 passes; moved: nothing",
-        "nova-online-migrations-cell1: online_data_migrations exit 0 after 2 passes; moved: populate_user_id 12",
+        "nova-online-migrations-cell0: online_data_migrations exit 0; passes: 2; moved: nothing",
+        "nova-online-migrations-cell1: online_data_migrations exit 0; passes: 2; moved: populate_user_id 12",
     ] {
         assert!(message.contains(said), "{said} in {message}");
     }

@@ -102,7 +102,7 @@ fn online_data_migrations() -> JobTemplate {
          if (done > 0) print name, done }}' >> \"$moved\"; \
          [ $rc -eq 1 ] || break; done; \
          total=$(awk '{{ s[$1] += $2 }} END {{ for (m in s) printf \"%s %d, \", m, s[m] }}' \"$moved\"); \
-         printf 'online_data_migrations exit %d after %d passes; moved: %s\\n' \"$rc\" \"$passes\" \
+         printf 'online_data_migrations exit %d; passes: %d; moved: %s\\n' \"$rc\" \"$passes\" \
          \"${{total:-nothing}}\" > {MIGRATIONS_SUMMARY}; exit $rc",
         run = manage("db online_data_migrations"),
     );

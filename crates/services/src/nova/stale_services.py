@@ -9,7 +9,8 @@ the supported window makes Nova refuse to start. This names each such row
 and, with RATCHET_STALE_SERVICES=ForceDown, forces it down through Nova's own
 objects (what `openstack compute service set --down` does): forced-down rows
 count for neither the pin nor the version checks, and the change is undone
-by unsetting it. Rows already forced down are left as they are.
+by unsetting it. Rows already forced down are named as such (a retried Job
+reports what an earlier attempt did).
 
   RATCHET_NOVA_HOSTS       the hosts the resource's pods run as, comma-separated
   RATCHET_STALE_SERVICES   ForceDown or Report
@@ -34,21 +35,31 @@ def main():
     from nova import config, context, objects
 
     objects.register_all()
-    config.parse_args([sys.argv[0], "--config-dir", CONFIG_DIR], init_rpc=False)
+    # With RPC initialised as nova-manage does: saving a service sends a
+    # status notification through the notifier (a no-op unless
+    # [oslo_messaging_notifications] enables one), which is None otherwise.
+    config.parse_args([sys.argv[0], "--config-dir", CONFIG_DIR])
     ctx = context.get_admin_context()
     stale = [
         s
         for s in objects.ServiceList.get_all(ctx, disabled=None, set_zones=False)
-        if s.host not in expected and not s.forced_down
+        if s.host not in expected
     ]
     named = []
     for service in stale:
-        if policy == "ForceDown":
+        if service.forced_down:
+            # By an operator, or by an earlier attempt of this Job.
+            outcome = "already forced down"
+        elif policy == "ForceDown":
             service.forced_down = True
             service.save()
-        named.append("%s on %s (version %s)" % (service.binary, service.host, service.version))
-    done = "forced down" if policy == "ForceDown" else "reported, left as they are"
-    summary = "stale services: %s: %s" % (", ".join(named), done) if named else "no stale services"
+            outcome = "forced down"
+        else:
+            outcome = "reported, left as it is"
+        named.append(
+            "%s on %s (version %s): %s" % (service.binary, service.host, service.version, outcome)
+        )
+    summary = "stale services: %s" % "; ".join(named) if named else "no stale services"
     print(summary)
     with open(TERMINATION_LOG, "w") as log:
         log.write(summary + "\n")

@@ -1,5 +1,6 @@
 //! A client that keeps using a Nova API while it upgrades, as a cloud's users
-//! do: every round it lists its servers, boots a new one, reads an earlier
+//! do: every round it lists its servers, boots a new one (while fewer than
+//! `MAX_IN_BUILD` of its servers are still building), reads an earlier
 //! one back and, every fourth round (every round once it keeps `MAX_KEPT`),
 //! deletes the oldest one that became `ACTIVE`; every eighth round it also
 //! lists the flavors. Through the API Service's ClusterIP, from a client
@@ -44,6 +45,11 @@ const MICROVERSION: &str = "compute 2.100";
 /// refuses would read as downtime): without an admin to lift it, 8 leaves
 /// room for the server being booted and one being deleted.
 const MAX_KEPT: usize = 8;
+/// Servers the client waits on at most before it boots another, as a user
+/// waits for their boots to land: unbounded, boots queue up in the
+/// scheduler faster than two cores place them, and the client would judge
+/// a queue, not the upgrade.
+const MAX_IN_BUILD: usize = 3;
 /// How often the client lists its servers once stopped.
 const POLL: Duration = Duration::from_secs(1);
 /// The status of a server that booted.
@@ -101,6 +107,8 @@ pub struct KeptServer {
 /// What became of the servers the client booted (only acknowledged ones).
 #[derive(Clone, Debug, Default)]
 pub struct NovaLoadOutcome {
+    /// The run its servers are named after.
+    pub run: u32,
     /// Server id → what the client saw of it last.
     pub kept: BTreeMap<String, KeptServer>,
     /// Servers whose delete was acknowledged.
@@ -147,6 +155,13 @@ pub struct NovaLoadOptions {
     pub image: String,
     /// The flavor servers boot with.
     pub flavor: String,
+    /// Whether the client boots and deletes servers (false: it only lists,
+    /// reads back and lists flavors, which no Nova process but the API and
+    /// the database serve).
+    pub lifecycle: bool,
+    /// An earlier client's outcome to go on from: its run's servers are
+    /// this client's to list and read back (none: a run of its own).
+    pub resume: Option<NovaLoadOutcome>,
 }
 
 impl Default for NovaLoadOptions {
@@ -157,6 +172,8 @@ impl Default for NovaLoadOptions {
             admin: None,
             image: String::new(),
             flavor: String::new(),
+            lifecycle: true,
+            resume: None,
         }
     }
 }
@@ -182,12 +199,17 @@ pub async fn start(
     }
     let login = options.login.clone();
     start_load(client, netns, namespace, service, login, |session, stop| {
+        let mut outcome = options.resume.clone().unwrap_or_default();
+        if options.resume.is_none() {
+            outcome.run = run_id();
+        }
+        outcome.lost_after.clear();
         Worker {
             session,
-            run: run_id(),
+            run: outcome.run,
             image: options.image.clone(),
             flavor: options.flavor.clone(),
-            outcome: NovaLoadOutcome::default(),
+            outcome,
             still_listed: BTreeMap::new(),
         }
         .run(options, stop)
@@ -255,12 +277,18 @@ fn observe(
     listed
 }
 
+/// The kept servers the client last saw on their way to a host.
+fn in_build(kept: &BTreeMap<String, KeptServer>) -> usize {
+    kept.values()
+        .filter(|s| s.seen.status == BUILD || s.seen.status == NOT_LISTED)
+        .count()
+}
+
 /// Whether a server may still change without the client doing anything: a
 /// kept one booting (or not listed, as a boot between cells may briefly
 /// be), a deleted one listed in other than `ERROR`.
 fn in_transit(kept: &BTreeMap<String, KeptServer>, still_listed: &BTreeMap<String, Seen>) -> bool {
-    let booting = |s: &KeptServer| s.seen.status == BUILD || s.seen.status == NOT_LISTED;
-    kept.values().any(booting) || still_listed.values().any(|s| s.status != ERROR)
+    in_build(kept) > 0 || still_listed.values().any(|s| s.status != ERROR)
 }
 
 /// The kept servers not `ACTIVE` and the deleted ones still there.
@@ -314,11 +342,13 @@ impl Worker {
             .await
     }
 
-    async fn round(&mut self, round: u64) {
+    async fn round(&mut self, round: u64, lifecycle: bool) {
         self.list().await;
-        self.boot(round).await;
+        if lifecycle && in_build(&self.outcome.kept) < MAX_IN_BUILD {
+            self.boot(round).await;
+        }
         self.check_earlier(round).await;
-        if round.is_multiple_of(4) || self.outcome.kept.len() > MAX_KEPT {
+        if lifecycle && (round.is_multiple_of(4) || self.outcome.kept.len() > MAX_KEPT) {
             self.delete_oldest_active().await;
         }
         if round.is_multiple_of(8) {
@@ -456,7 +486,7 @@ impl Worker {
             if let Some(settle) = *stop.borrow() {
                 break settle;
             }
-            self.round(round).await;
+            self.round(round, options.lifecycle).await;
             round += 1;
             tokio::select! {
                 _ = tokio::time::sleep(options.pause) => {}
@@ -538,6 +568,17 @@ mod tests {
             lost(&servers, &still),
             ["server d still there after its delete: ERROR"]
         );
+    }
+
+    #[test]
+    fn servers_on_their_way_count_as_building() {
+        let servers = BTreeMap::from([
+            ("a".to_string(), kept(1, ACTIVE)),
+            ("b".to_string(), kept(2, BUILD)),
+            ("c".to_string(), kept(3, NOT_LISTED)),
+            ("d".to_string(), kept(4, ERROR)),
+        ]);
+        assert_eq!(in_build(&servers), 2);
     }
 
     #[test]
