@@ -1011,7 +1011,8 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
     let bumped = until(
         &h.api::<Deployment>(),
         "i-api",
-        Duration::from_secs(120),
+        // A fresh sync Job first: slow when real clouds share the cores.
+        Duration::from_secs(300),
         "API on the patched image",
         |d: &Deployment| {
             d.spec

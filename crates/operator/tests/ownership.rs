@@ -17,7 +17,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, PostParams};
 use ratchet_services::cinder::v1beta1::{Cinder, CinderUpgradePhase};
-use ratchet_testenv::wait::until_deleted;
+use ratchet_testenv::wait::{until, until_deleted};
 use ratchet_testenv::{Behaviour, PodSelector};
 use serde_json::json;
 
@@ -253,8 +253,16 @@ async fn orphans_are_adopted_but_an_orphaned_job_never_counts() -> Result<()> {
     h.bump("c", "2026.2").await?;
     h.wait_phase("c", CinderUpgradePhase::Migrating).await?;
     let jobs = h.api::<Job>();
-    let expand = jobs.get("c-db-expand").await?;
-    ensure!(expand.status.as_ref().and_then(|s| s.succeeded) == Some(1));
+    // The machine moves on at the Job's SuccessCriteriaMet; its succeeded
+    // count may follow a moment later.
+    let expand = until(
+        &jobs,
+        "c-db-expand",
+        TIMEOUT,
+        "db-expand counted as succeeded",
+        |job: &Job| job.status.as_ref().and_then(|s| s.succeeded) == Some(1),
+    )
+    .await?;
     let sets = h.api::<StatefulSet>();
     let uids_before: BTreeMap<String, Option<String>> = sets
         .list(&Default::default())

@@ -305,7 +305,7 @@ async fn plan_and_abort_an_ironic() -> Result<()> {
             && !text.contains("second roll"),
         "{text}"
     );
-    let out = ratchet(env, &["plan", "nova/bm", "--to", "2026.2", "-n", &name]);
+    let out = ratchet(env, &["plan", "heat/bm", "--to", "2026.2", "-n", &name]);
     ensure!(
         !out.status.success() && common::text(&out).contains("unknown kind"),
         "{}",
