@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::real::{install, log_lines_naming, prepare_images, rows, stop_load};
+use common::real::{install, log_lines_naming, prepare_images, rows, stop_load, until_requests};
 use common::real_cinder::{self, IMAGES, NAME, manifest};
 use common::{Harness, condition};
 use k8s_openapi::api::batch::v1::Job;
@@ -20,7 +20,6 @@ use ratchet_operator::service::plan::start_patch;
 use ratchet_operator::testing::witness::settled;
 use ratchet_services::cinder::resource::FAKE_DRIVER;
 use ratchet_services::cinder::v1beta1::Cinder;
-use ratchet_testenv::load::SharedTally;
 use ratchet_testenv::load::cinder::{self, CinderLoadOptions};
 use ratchet_testenv::wait::until;
 use serde_json::json;
@@ -41,10 +40,6 @@ async fn volumes(h: &Harness, db: &ratchet_testenv::backing::Backing) -> Result<
         "SELECT id, status FROM volumes WHERE deleted = 0 ORDER BY id",
     )
     .await
-}
-
-fn requests(tally: &SharedTally) -> usize {
-    tally.lock().map(|t| t.requests()).unwrap_or_default()
 }
 
 #[tokio::test]
@@ -83,15 +78,7 @@ async fn a_stopped_database_fails_the_expand_job_and_the_documented_recovery_com
     let cinders = h.api::<Cinder>();
     // A round creates a volume and lists them: some dozens of requests make
     // a handful of volumes, kept or deleted in turn.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while requests(&load.tally()) < 40 {
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the load made only {} requests",
-            requests(&load.tally())
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    until_requests(&load.tally(), 40, Duration::from_secs(120)).await?;
     let (outcome, tally) = stop_load(load, Duration::from_secs(60)).await?;
     ensure!(
         tally.failures().is_empty() && !outcome.kept.is_empty(),

@@ -24,8 +24,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, ensure};
 use common::Harness;
 use common::real::{
-    STEADY_WINDOW, claim, clean_upgrade, installed, keystone_beside, latency_figures,
-    log_lines_naming, no_failed_request, prepare_images, registered, rows, secret, stop_load,
+    claim, clean_upgrade, installed, keystone_beside, latency_figures, log_lines_naming,
+    no_failed_request, prepare_images, registered, rows, secret, stop_load, until_requests,
     until_sql, upgrade,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -58,6 +58,10 @@ const INSTALLED_SERVICE_VERSION: &str = "72";
 const TARGET_SERVICE_VERSION: &str = "74";
 /// What a Nova process logs when `compute = auto` picks its pin.
 const PIN_LOG: &str = "Automatically selected compute RPC version";
+/// Requests of the client before and after the upgrade: some servers
+/// booted, read back and deleted (about 20 s on a quiet machine).
+const LIFECYCLE_REQUESTS: usize = 40;
+const LOAD_TIMEOUT: Duration = Duration::from_secs(600);
 /// The compute scaled away before the upgrade.
 const STALE_COMPUTE: &str = "nova-cell1-compute-2";
 
@@ -253,7 +257,7 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
     };
     // Before: servers booted and deleted on the installed release.
     let load = nova::start(&h.client, &netns, h.name(), NAME, options.clone()).await?;
-    tokio::time::sleep(STEADY_WINDOW).await;
+    until_requests(&load.tally(), LIFECYCLE_REQUESTS, LOAD_TIMEOUT).await?;
     let before = settled_load(load, "before the upgrade").await?;
 
     // During: the servers listed and read back, the flavors listed, through
@@ -296,7 +300,7 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
         ..options
     };
     let load = nova::start(&h.client, &netns, h.name(), NAME, lifecycle).await?;
-    tokio::time::sleep(STEADY_WINDOW).await;
+    until_requests(&load.tally(), LIFECYCLE_REQUESTS, LOAD_TIMEOUT).await?;
     let after = settled_load(load, "after the upgrade").await?;
     eprintln!(
         "FIGURES nova before: {}; after: {}",

@@ -15,7 +15,7 @@ use ratchet_phase_machine::vocabulary::event::{UPGRADE_CHECK_COMPLETED, UPGRADE_
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
 pub use ratchet_testenv::load::percentile;
-use ratchet_testenv::load::{RunningLoad, Tally};
+use ratchet_testenv::load::{RunningLoad, SharedTally, Tally};
 use ratchet_testenv::process_kubelet::images::Catalogue;
 use ratchet_testenv::wait::until;
 use serde_json::json;
@@ -448,4 +448,20 @@ pub async fn keystone_beside(
         serde_json::from_value(manifest)?;
     h.api().create(&PostParams::default(), &keystone).await?;
     Ok(backing::memcached(&h.client, h.name(), "memcached").await?)
+}
+
+/// Waits until the load client behind `tally` has made `count` requests: a
+/// window measured in work, not time, so a busy machine only makes it longer.
+pub async fn until_requests(tally: &SharedTally, count: usize, timeout: Duration) -> Result<()> {
+    let made = || tally.lock().map(|t| t.requests()).unwrap_or_default();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while made() < count {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the load made only {} requests in {timeout:?}",
+            made()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
 }

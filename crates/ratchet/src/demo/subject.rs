@@ -301,7 +301,7 @@ mod tests {
         assert!(cinder.is_failure("ContractFailed"));
         assert!(!cinder.is_failure("ExpandInProgress"));
         assert!(cinder.abortable("Contracting"));
-        assert!(Service::new("nova", "2026.1", 1, false).is_err());
+        assert!(Service::new("heat", "2026.1", 1, false).is_err());
     }
 
     #[test]
@@ -329,7 +329,7 @@ mod tests {
             .collect();
         assert_eq!(
             authenticated,
-            ["cinder", "ironic", "glance", "placement", "neutron"]
+            ["cinder", "ironic", "glance", "placement", "nova", "neutron"]
         );
         let ironic = Service::new("ironic", "2026.1", 1, true).expect("ironic");
         let spec = &ironic.manifest()["spec"];
