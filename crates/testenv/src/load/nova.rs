@@ -199,14 +199,13 @@ pub async fn start(
     }
     let login = options.login.clone();
     start_load(client, netns, namespace, service, login, |session, stop| {
-        let mut outcome = options.resume.clone().unwrap_or_default();
-        if options.resume.is_none() {
-            outcome.run = run_id();
-        }
+        let mut outcome = options.resume.clone().unwrap_or_else(|| NovaLoadOutcome {
+            run: run_id(),
+            ..NovaLoadOutcome::default()
+        });
         outcome.lost_after.clear();
         Worker {
             session,
-            run: outcome.run,
             image: options.image.clone(),
             flavor: options.flavor.clone(),
             outcome,
@@ -312,7 +311,6 @@ fn oldest_active(kept: &BTreeMap<String, KeptServer>) -> Option<String> {
 
 struct Worker {
     session: Session,
-    run: u32,
     image: String,
     flavor: String,
     outcome: NovaLoadOutcome,
@@ -359,7 +357,7 @@ impl Worker {
     /// Lists this run's servers (one request answers for all of them) and
     /// records what it shows: whether Nova answered.
     async fn list(&mut self) -> bool {
-        let path = listing_path(self.run);
+        let path = listing_path(self.outcome.run);
         let Some(listing) = self.call(Method::GET, &path, None, 200).await else {
             return false;
         };
@@ -376,7 +374,7 @@ impl Worker {
     /// Boots round `round`'s server (202): Nova has only accepted it then.
     async fn boot(&mut self, round: u64) {
         let body = json!({ "server": {
-            "name": server_name(self.run, round),
+            "name": server_name(self.outcome.run, round),
             "imageRef": self.image,
             "flavorRef": self.flavor,
             "networks": "none",
