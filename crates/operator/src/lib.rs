@@ -150,12 +150,39 @@ async fn run_all<R: Registry>(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     use futures::FutureExt;
-    use futures::future::Shared;
+    use futures::future::{BoxFuture, Shared};
+    use std::any::Any;
     use std::collections::HashMap;
+    /// Each service's own watch, started before any controller so that every
+    /// pass can read its peers from the stores.
+    struct Reflect<'a> {
+        ctx: &'a Context,
+        sources: service::peers::Sources,
+        listed: Vec<(&'static str, BoxFuture<'static, ()>)>,
+        reflected: HashMap<&'static str, Box<dyn Any + Send>>,
+    }
+    impl registry::ServiceVisitor for Reflect<'_> {
+        fn visit<S: service::OpenStackService>(&mut self) {
+            // Our own reflector rather than `Controller::new`'s: it retries a
+            // failed watch within a second and keeps its errors out of the
+            // trigger stream.
+            let (store, stream) = service::caches::reflected_tapped(
+                self.ctx.api::<S>(),
+                kube::runtime::watcher::Config::default(),
+                service::drop_managed_fields,
+                self.sources.tap::<S>(),
+            );
+            self.sources.add(store.clone());
+            self.listed
+                .push((S::SERVICE, service::caches::listed(&store)));
+            self.reflected.insert(S::SERVICE, Box::new((store, stream)));
+        }
+    }
     struct Controllers<F: std::future::Future> {
         ctx: Arc<Context>,
         caches: service::Caches,
         triggers: HashMap<&'static str, service::Triggers>,
+        reflected: HashMap<&'static str, Box<dyn Any + Send>>,
         shutdown: Shared<F>,
         running: tokio::task::JoinSet<()>,
     }
@@ -164,22 +191,42 @@ async fn run_all<R: Registry>(
         F: std::future::Future<Output = ()> + Send + Sync + 'static,
     {
         fn visit<S: service::OpenStackService>(&mut self) {
-            if let Some(triggers) = self.triggers.remove(S::SERVICE) {
+            let reflected = self
+                .reflected
+                .remove(S::SERVICE)
+                .and_then(|r| r.downcast::<service::Reflected<S>>().ok());
+            if let (Some(triggers), Some(reflected)) = (self.triggers.remove(S::SERVICE), reflected)
+            {
                 self.running.spawn(service::run::<S>(
                     self.ctx.clone(),
                     self.caches.clone(),
                     triggers,
+                    *reflected,
                     self.shutdown.clone(),
                 ));
             }
         }
     }
     let shutdown = shutdown.shared();
-    let (caches, routed) = service::Caches::start(&ctx, &R::service_names());
+    let mut reflect = Reflect {
+        ctx: &ctx,
+        sources: Default::default(),
+        listed: Vec::new(),
+        reflected: HashMap::new(),
+    };
+    R::visit_all(&mut reflect);
+    let Reflect {
+        sources,
+        listed,
+        reflected,
+        ..
+    } = reflect;
+    let (caches, routed) = service::Caches::start(&ctx, &R::service_names(), sources, listed);
     let mut controllers = Controllers {
         ctx,
         caches,
         triggers: routed.triggers,
+        reflected,
         shutdown: shutdown.clone(),
         running: tokio::task::JoinSet::new(),
     };

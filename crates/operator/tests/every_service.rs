@@ -6,6 +6,7 @@
 
 mod common;
 
+use ratchet_operator::service::peers::Peers;
 use std::collections::BTreeMap;
 
 use anyhow::{Result, ensure};
@@ -86,7 +87,7 @@ async fn install_and_upgrade<S: OpenStackService>(h: &Harness) -> Result<()> {
     let object: S = serde_json::from_value(example.manifest)?;
     // A check the profile reports exits as the real wrapper says it does.
     let profile = S::profile();
-    let groups = object.model(name).job_group_names();
+    let groups = object.model(name, &Peers::none()).job_group_names();
     for run in profile.phase_job_runs(&groups) {
         if let Some((exit, message)) = run.template.check_result(0) {
             h.env.scenarios().add(
@@ -107,7 +108,7 @@ async fn install_and_upgrade<S: OpenStackService>(h: &Harness) -> Result<()> {
     .await?;
     per_node_agents_run(h, name).await?;
     let keys = key_secrets(h, name).await?;
-    let expected_keys = object.model(name).key_secrets.len();
+    let expected_keys = object.model(name, &Peers::none()).key_secrets.len();
     ensure!(
         keys.len() == expected_keys,
         "{name}: key Secrets {:?}, the model has {expected_keys}",

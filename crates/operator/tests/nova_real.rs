@@ -11,7 +11,9 @@
 //! after it; through the upgrade it lists and reads back its servers and the
 //! flavors (boots and deletes across Nova's restarts wait for the drain,
 //! issue 40). No request may fail, and every server must end as asked
-//! (ACTIVE or gone), none stuck in BUILD or ERROR. The `compute = auto` pin is seen in the
+//! (ACTIVE or gone), none stuck in BUILD or ERROR. Neutron, its peer, tells
+//! Nova of a port unplugged from a server (`[nova]` rendered because this
+//! Nova shares its Keystone). The `compute = auto` pin is seen in the
 //! conductors' logs at the installed release's service version during the
 //! roll and at the target's after the second roll; every service row ends at
 //! the target's version; each cell's online data migrations report. Needs
@@ -25,8 +27,8 @@ use anyhow::{Context, Result, ensure};
 use common::Harness;
 use common::real::{
     claim, clean_upgrade, installed, keystone_beside, latency_figures, log_lines_naming,
-    no_failed_request, prepare_images, registered, rows, secret, stop_load, until_requests,
-    until_sql, upgrade,
+    no_failed_request, prepare_images, registered, rows, secret, stop_load, until_logged,
+    until_requests, until_sql, upgrade,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
@@ -43,6 +45,7 @@ use ratchet_services::placement::v1alpha1::Placement;
 use ratchet_testenv::ClientNetns;
 use ratchet_testenv::backing::{self, Backing};
 use ratchet_testenv::load::auth::admin_credentials;
+use ratchet_testenv::load::neutron;
 use ratchet_testenv::load::nova::{self, NovaLoadOptions};
 use ratchet_testenv::load::{self, Outcome, cluster_address};
 use ratchet_testenv::wait::until_deleted;
@@ -308,6 +311,23 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
         after.made().summary
     );
     clean_upgrade::<Nova>(&h, &witness, NAME).await?;
+
+    // Neutron tells Nova of its ports: this Nova registers in Neutron's
+    // Keystone, so Neutron's `[nova]` login finds it in the catalogue and a
+    // port unplugged from a server reaches Nova's API as an event for it.
+    let (server, _) = (after.kept.iter())
+        .find(|(_, kept)| kept.seen.status == "ACTIVE")
+        .context("an ACTIVE server after the upgrade")?;
+    let neutron_addr = cluster_address(&h.client, h.name(), "neutron", "api").await?;
+    let admin = admin_credentials(keystone_addr, ADMIN_PASSWORD);
+    let port = neutron::plug_and_unplug(&netns, neutron_addr, &admin, server).await?;
+    let told = until_logged(
+        &h,
+        &[&format!("network-vif-deleted:{port}"), server],
+        Duration::from_secs(120),
+    )
+    .await?;
+    eprintln!("Nova told of the unplugged port: {told:?}");
 
     // The stale compute was named and forced down before the roll.
     let migrated: Vec<String> = h

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
-use futures::{FutureExt, SinkExt, Stream, StreamExt};
+use futures::{FutureExt, SinkExt, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Secret;
@@ -41,6 +41,7 @@ use super::cached::{
     CachedStatefulSet, Detail,
 };
 use super::model::ServiceModel;
+use super::peers::{self, Directory};
 use super::referrers::{self, Referrer, Referrers};
 use super::render::Owner;
 use crate::context::Context;
@@ -64,7 +65,9 @@ pub struct Caches {
     /// Which resources name which Secret: a pass records its own, the
     /// Secret watch wakes them (see `referrers`).
     pub referrers: Arc<Mutex<Referrers>>,
-    /// Which of these stores have listed.
+    /// Every service's resources, for the configurations that read them.
+    pub peers: Directory,
+    /// Which of these stores (and of the services' own) have listed.
     listed: Listed,
 }
 
@@ -101,6 +104,9 @@ pub struct Triggers {
 
 pub type Trigger<K> = Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
+/// A service's own watch: its store, and the stream that fills it.
+pub type Reflected<S> = (Store<S>, Trigger<S>);
+
 /// The longest a failed watch waits before it tries again: the API server is
 /// back for the operator within this long of serving again. A handful of watches
 /// retrying once a second is nothing to an API server; waiting longer is what
@@ -134,10 +140,30 @@ where
         + Sync
         + 'static,
 {
+    reflected_tapped(api, config, trim, |_| {})
+}
+
+/// [`reflected`], with `tap` seeing every watch event once the store holds it.
+pub fn reflected_tapped<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+    trim: fn(&mut K),
+    mut tap: impl FnMut(&watcher::Event<K>) + Send + 'static,
+) -> (Store<K>, Trigger<K>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
     let kind = K::kind(&()).into_owned();
     let (store, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, config).modify(trim))
         .backoff(watch_backoff())
+        .inspect_ok(move |event| tap(event))
         .touched_objects()
         .filter_map(move |item| std::future::ready(without_errors(&kind, item).map(Ok)));
     (store, Box::pin(stream))
@@ -285,8 +311,15 @@ async fn route<K, D>(mut changes: Trigger<Cached<K, D>>, mut routes: Routes<Cach
 
 impl Caches {
     /// Starts one watch per child kind for all of `services` (their
-    /// [`super::contract::OpenStackService::SERVICE`] names).
-    pub fn start(ctx: &Context, services: &[&'static str]) -> (Caches, Routed) {
+    /// [`super::contract::OpenStackService::SERVICE`] names), beside the
+    /// services' own stores (`resources`, each listed when its future
+    /// resolves), which peers are read from.
+    pub fn start(
+        ctx: &Context,
+        services: &[&'static str],
+        resources: peers::Sources,
+        resources_listed: Vec<(&'static str, BoxFuture<'static, ()>)>,
+    ) -> (Caches, Routed) {
         let (mut jobs, mut deployments, mut stateful_sets, mut daemon_sets) =
             (Routes::new(), Routes::new(), Routes::new(), Routes::new());
         let (mut config_maps, mut kube_services) = (Routes::new(), Routes::new());
@@ -314,7 +347,7 @@ impl Caches {
         let (services_cache, service_routing) = shared(ctx, services, kube_services);
         let referrers = Arc::new(Mutex::new(Referrers::default()));
         let (secret_keys, secret_routing) = secret_watch(ctx, referrers.clone(), secrets);
-        let (listed, listing) = Listed::track(vec![
+        let mut stores = vec![
             ("jobs", listed(&jobs)),
             ("deployments", listed(&deployments)),
             ("statefulsets", listed(&stateful_sets)),
@@ -322,7 +355,9 @@ impl Caches {
             ("configmaps", listed(&config_maps)),
             ("services", listed(&services_cache)),
             ("secrets", listed(&secret_keys)),
-        ]);
+        ];
+        stores.extend(resources_listed);
+        let (listed, listing) = Listed::track(stores);
         (
             Caches {
                 jobs,
@@ -333,6 +368,7 @@ impl Caches {
                 services: services_cache,
                 secret_keys,
                 referrers,
+                peers: Directory::new(resources),
                 listed,
             },
             Routed {
@@ -423,7 +459,7 @@ impl Listed {
 }
 
 /// Resolves once `store` holds its initial list (or its writer is gone).
-fn listed<K>(store: &Store<K>) -> BoxFuture<'static, ()>
+pub fn listed<K>(store: &Store<K>) -> BoxFuture<'static, ()>
 where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {

@@ -16,6 +16,8 @@ use serde::de::DeserializeOwned;
 
 use super::ini;
 use super::model::ServiceModel;
+use super::peers::Peers;
+use ratchet_api::identity::IdentitySpec;
 
 /// A resource's stored status, as the machine reads it and as it stores the
 /// machine's decision.
@@ -54,6 +56,9 @@ pub trait OpenStackService:
     const ENVIRONMENT_OPTIONS: &'static [ini::ManagedOption] = Self::MANAGED_OPTIONS;
     /// The uid its pods run as unless `spec.securityContext` says otherwise.
     const DEFAULT_UID: i64;
+    /// The services whose resources in its namespace its configuration reads
+    /// (see `peers`): their changes wake it, [`OpenStackService::model`] gets them.
+    const PEERS: &'static [&'static str] = &[];
 
     /// The CRD Ratchet ships: every served version, this type's stored.
     fn served_crd() -> Result<CustomResourceDefinition, MergeError> {
@@ -73,8 +78,13 @@ pub trait OpenStackService:
     fn desired_status(profile: &Profile, decided: &DesiredStatus) -> Self::Status {
         Self::Status::decided(profile, decided)
     }
-    /// What the resource runs, for the resource named `name`.
-    fn model(&self, name: &str) -> ServiceModel;
+    /// What the resource runs, for the resource named `name` among `peers`
+    /// (the resources of [`OpenStackService::PEERS`] in its namespace).
+    fn model(&self, name: &str, peers: &Peers) -> ServiceModel;
+    /// Its `spec.identity`: how it authenticates, what its peers read of it.
+    fn identity(&self) -> Option<&IdentitySpec> {
+        None
+    }
     /// A small resource of this service named `name` (the demo's): `scale`
     /// sizes what a demo varies, Cinder's volume back ends (Ironic runs two APIs
     /// and two conductors whatever it says).

@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::broadcast::error::RecvError;
 
-use super::caches::{self, Caches, Triggers};
+use super::caches::{Caches, Reflected, Triggers};
 use super::contract::OpenStackService;
+use super::peers::Directory;
 use super::reconcile;
 use crate::context::Context;
 use crate::error::Error;
@@ -45,25 +46,21 @@ fn error_policy<S: OpenStackService>(object: Arc<S>, error: &Error, ctx: Arc<Con
     Action::requeue(delay)
 }
 
-/// Runs the controller for service `S` until `shutdown` resolves. Its Jobs,
+/// Runs the controller for service `S` until `shutdown` resolves, over its
+/// resources' watch (`resources`, filled by `resource_stream`). Its Jobs,
 /// workloads, ConfigMaps and Services wake it on every change (`triggers`, no
 /// polling), from the shared watches that keep the `caches` a pass reads its
-/// children from.
+/// children from; so do the Secrets it names and the peers it reads.
 pub async fn run<S: OpenStackService>(
     ctx: Arc<Context>,
     caches: Caches,
     triggers: Triggers,
+    (resources, resource_stream): Reflected<S>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let referrers = caches.referrers.clone();
+    let woken_by_peers = woken_by_peers(&caches.peers, resources.clone());
     let pass = Arc::new(reconcile::Pass::<S>::new(caches));
-    // Our own reflector rather than `Controller::new`'s: it retries a failed
-    // watch within a second and keeps its errors out of the trigger stream.
-    let (resources, resource_stream) = caches::reflected(
-        ctx.api::<S>(),
-        watcher::Config::default(),
-        caches::drop_managed_fields,
-    );
     let present = resources.clone();
     let woken_by_secrets = triggers.secrets.filter_map(move |referrer| {
         let reference = ObjectRef::<S>::new(&referrer.name).within(&referrer.namespace);
@@ -86,7 +83,7 @@ pub async fn run<S: OpenStackService>(
         .owns_stream(triggers.daemon_sets)
         .owns_stream(triggers.config_maps)
         .owns_stream(triggers.services)
-        .reconcile_on(woken_by_secrets)
+        .reconcile_on(futures::stream::select(woken_by_secrets, woken_by_peers))
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
@@ -112,4 +109,41 @@ pub async fn run<S: OpenStackService>(
             }
         })
         .await;
+}
+
+/// The resources of `S` to reconcile because a peer they read changed: those
+/// in the peer's namespace, or every one when this reader fell behind the
+/// changes. Nothing for a service that reads no peers.
+fn woken_by_peers<S: OpenStackService>(
+    directory: &Directory,
+    resources: Store<S>,
+) -> futures::stream::BoxStream<'static, ObjectRef<S>> {
+    if S::PEERS.is_empty() {
+        return futures::stream::empty().boxed();
+    }
+    let changes = directory.subscribe();
+    futures::stream::unfold(changes, move |mut changes| {
+        let resources = resources.clone();
+        async move {
+            let namespace = loop {
+                match changes.recv().await {
+                    Ok(change) if S::PEERS.contains(&change.service) => {
+                        break Some(change.namespace);
+                    }
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => break None,
+                    Err(RecvError::Closed) => return None,
+                }
+            };
+            let woken: Vec<ObjectRef<S>> = resources
+                .state()
+                .iter()
+                .filter(|object| namespace.is_none() || object.meta().namespace == namespace)
+                .map(|object| ObjectRef::from_obj(object.as_ref()))
+                .collect();
+            Some((futures::stream::iter(woken), changes))
+        }
+    })
+    .flatten()
+    .boxed()
 }

@@ -177,6 +177,15 @@ pub fn render(
     }
 }
 
+/// Makes the catalogue client `section` look its peer up in the region the
+/// peer registers in (`peer`, its `spec.identity`), not the service's own.
+pub fn find_in_region_of(sections: &mut Sections, section: &str, peer: &IdentitySpec) {
+    sections
+        .entry(section.into())
+        .or_default()
+        .insert("region_name".into(), peer.region_or_default().into());
+}
+
 /// The password of every login section, from the Secret the spec names.
 pub fn secret_envs(identity: &IdentitySpec, wiring: &Wiring) -> Vec<SecretEnv> {
     wiring

@@ -2,8 +2,9 @@
 //! implements (`contract.rs`), the controller loop (`controller.rs`) and a
 //! pass's observe → decide → apply (`reconcile.rs`, `observe.rs`), the pure
 //! renderers of what a [`ServiceModel`] asks for (`render.rs`, `ini.rs`,
-//! `identity.rs`, `readiness.rs`, `uwsgi.rs`), and the shared watches a pass
-//! reads its children from (`caches.rs`, `cached.rs`).
+//! `identity.rs`, `readiness.rs`, `uwsgi.rs`), the shared watches a pass
+//! reads its children from (`caches.rs`, `cached.rs`), and the other services'
+//! resources its configuration reads (`peers.rs`).
 
 mod cached;
 pub mod caches;
@@ -17,6 +18,7 @@ pub mod model;
 mod observe;
 mod own_writes;
 mod ownership;
+pub mod peers;
 pub mod plan;
 pub mod readiness;
 mod reconcile;
@@ -39,5 +41,6 @@ pub use cached::{
     Cached, CachedConfigMap, CachedDeployment, CachedJob, CachedService, CachedStatefulSet,
 };
 pub use caches::{
-    Caches, Routed, Triggers, drop_managed_fields, managed_selector, parsed_lean, secret_key_names,
+    Caches, Reflected, Routed, Triggers, drop_managed_fields, managed_selector, parsed_lean,
+    secret_key_names,
 };

@@ -2,6 +2,7 @@
 //! one: pure functions behind `ratchet plan` and `ratchet abort`, read off the
 //! service's profile, so every service on the machine gets them.
 
+use super::peers::Peers;
 use std::fmt::Write;
 
 use ratchet_phase_machine::{Pin, SpecView, Step, job_runs};
@@ -119,7 +120,7 @@ pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
             spec.image_layout.pin_field()
         ));
     }
-    let model = object.model(&name);
+    let model = object.model(&name, &Peers::none());
     let groups = model.job_group_names();
     let workloads = model.workload_ids();
     let roll_order: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();

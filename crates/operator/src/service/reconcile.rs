@@ -80,7 +80,8 @@ impl<S: OpenStackService> Pass<S> {
         }
         let object = self.written.freshest(cached);
         let owner = Owner::of(S::SERVICE, object.as_ref())?;
-        let model = object.model(&owner.name);
+        let peers = self.caches.peers.peers(&owner.namespace, S::PEERS);
+        let model = object.model(&owner.name, &peers);
         self.caches.name_secrets(&owner, &model);
         // A configuration the renderer refused is not written: the machine sees
         // the refusal (InvalidConfig) and creates nothing that would mount it.

@@ -1,6 +1,7 @@
 //! What the tests with real OpenStack processes share: their images, Secrets,
 //! SQL against the service's MariaDB and latency figures.
 
+use ratchet_operator::service::peers::Peers;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, ensure};
@@ -237,6 +238,26 @@ pub fn log_lines_naming(h: &Harness, needles: &[&str]) -> Vec<String> {
     found
 }
 
+/// Waits until some container log line of the test's namespace names every
+/// one of `needles`; returns those lines.
+pub async fn until_logged(h: &Harness, needles: &[&str], timeout: Duration) -> Result<Vec<String>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let found: Vec<String> = log_lines_naming(h, &needles[..1])
+            .into_iter()
+            .filter(|line| needles.iter().all(|n| line.contains(n)))
+            .collect();
+        if !found.is_empty() {
+            return Ok(found);
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no log line names all of {needles:?} after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Creates `object` (named `name`) and waits until it settled at `release`.
 pub async fn install<S: OpenStackService>(
     h: &Harness,
@@ -335,7 +356,12 @@ pub async fn clean_upgrade_tolerating<S: OpenStackService>(
             counts.remove(UPGRADE_CHECK_WARNINGS);
         }
     }
-    let groups = h.api::<S>().get(name).await?.model(name).job_group_names();
+    let groups = h
+        .api::<S>()
+        .get(name)
+        .await?
+        .model(name, &Peers::none())
+        .job_group_names();
     let broken = violations(
         &witness.seen(),
         name,

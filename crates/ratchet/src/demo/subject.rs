@@ -7,6 +7,7 @@ use kube::api::{ApiResource, DynamicObject};
 use ratchet_operator::registry::{Registered, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::WorkloadKind;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::plan::start_patch;
 use ratchet_phase_machine::{JobRun, JobTemplate, Profile, SpecView, Step, job_runs};
 use ratchet_release::Release;
@@ -81,7 +82,7 @@ impl Service {
                 }
                 let object: S = serde_json::from_value(example.manifest.clone())
                     .with_context(|| format!("the example {name}"))?;
-                let model = object.model(name);
+                let model = object.model(name, &Peers::none());
                 let job_groups = model.job_group_names();
                 let workloads = model.workloads;
                 let stalled_workload = workloads
@@ -235,7 +236,7 @@ fn authenticating_here(service: &str, manifest: Value) -> Value {
 /// not).
 fn registers<S: OpenStackService>(name: &str, with_identity: &Value) -> bool {
     serde_json::from_value::<S>(with_identity.clone())
-        .is_ok_and(|object| object.model(name).registration.is_some())
+        .is_ok_and(|object| object.model(name, &Peers::none()).registration.is_some())
 }
 
 /// Whether the status describes the current spec.

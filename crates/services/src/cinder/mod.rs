@@ -25,8 +25,10 @@ use ratchet_phase_machine::{Profile, SpecView};
 
 use ratchet_release::Release;
 
+use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Conversion, Example, OpenStackService};
 use ratchet_operator::webhooks::validation::is_dns_label;
@@ -104,8 +106,12 @@ impl OpenStackService for Cinder {
         view
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
+    fn model(&self, name: &str, _peers: &Peers) -> ServiceModel {
         model::model(self, name)
+    }
+
+    fn identity(&self) -> Option<&IdentitySpec> {
+        self.spec.identity.as_ref()
     }
 
     fn violations(&self) -> Vec<String> {
@@ -204,6 +210,7 @@ fn volume_names_privileged(cinder: &Cinder) -> impl Iterator<Item = String> + '_
 
 #[cfg(test)]
 mod tests {
+    use ratchet_operator::service::peers::Peers;
     use std::collections::BTreeMap;
 
     use ratchet_phase_machine::vocabulary::{condition, reason};
@@ -263,7 +270,7 @@ mod tests {
             "DEFAULT": { "debug": "true\n[database]\nconnection = mysql://evil" },
             "weird]\n[keystone_authtoken": { "auth_type": "none" },
         }));
-        let model = hostile.model("c");
+        let model = hostile.model("c", &Peers::none());
         let refused = model.config.clone().expect_err("the renderer refuses");
         assert_eq!(refused.len(), 2, "{refused:?}");
         let decision = decide(&Cinder::profile(), &observed(&hostile, &model));
@@ -297,7 +304,7 @@ mod tests {
         );
 
         let fine = cinder(serde_json::json!({ "DEFAULT": { "debug": "true" } }));
-        let model = fine.model("c");
+        let model = fine.model("c", &Peers::none());
         assert!(
             model
                 .config
@@ -313,7 +320,7 @@ mod tests {
     fn a_refusal_only_the_renderer_sees_still_blocks() {
         let mut odd = cinder(serde_json::json!({}));
         odd.spec.volume_backends[0].name = "lvm]\n[database".into();
-        let model = odd.model("c");
+        let model = odd.model("c", &Peers::none());
         assert!(model.config.is_err());
         assert!(odd.spec_view().invalid_config.is_empty());
         let spec = observed_spec(&odd, &model);

@@ -12,8 +12,10 @@ pub mod v1alpha1;
 pub use profile::{CONFIG_DIR, SERVICE};
 pub use resource::example_manifest;
 
+use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption};
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 use ratchet_phase_machine::{Profile, SpecView};
@@ -66,7 +68,11 @@ impl OpenStackService for Glance {
         view
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
+    fn model(&self, name: &str, _peers: &Peers) -> ServiceModel {
         model::model(self, name)
+    }
+
+    fn identity(&self) -> Option<&IdentitySpec> {
+        self.spec.identity.as_ref()
     }
 }

@@ -17,9 +17,11 @@ use ratchet_phase_machine::{DesiredStatus, Profile, SpecView, StatusView};
 
 pub use crate::ironic::profile::{CONFIG_DIR, SERVICE};
 
+use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ServiceStatus;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 
@@ -72,8 +74,12 @@ impl OpenStackService for Ironic {
         view
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
+    fn model(&self, name: &str, _peers: &Peers) -> ServiceModel {
         model::model(self, name)
+    }
+
+    fn identity(&self) -> Option<&IdentitySpec> {
+        self.spec.identity.as_ref()
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -13,6 +13,7 @@ pub use resource::example_manifest;
 
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption};
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 use ratchet_phase_machine::{Profile, SpecView};
@@ -57,7 +58,7 @@ impl OpenStackService for Keystone {
         )
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
+    fn model(&self, name: &str, _peers: &Peers) -> ServiceModel {
         model::model(self, name)
     }
 }

@@ -9,9 +9,10 @@
 use crate::neutron::profile::CONFIG_DIR;
 use crate::neutron::v1alpha1::{Neutron, NeutronSpec};
 
-use ratchet_api::identity::KEYSTONE_API_PORT;
+use ratchet_api::identity::{IdentitySpec, KEYSTONE_API_PORT};
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
 use ratchet_operator::service::model::{ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL};
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status::config_refusals;
 use ratchet_operator::service::{OpenStackService, identity};
 
@@ -38,13 +39,35 @@ pub const API_PASTE_CONFIG: ManagedOption = ManagedOption {
 };
 
 /// What Neutron reads of `spec.identity`: `[DEFAULT] auth_strategy =
-/// keystone` for its API. Its `[nova]` notifications are off until Ratchet
-/// renders them from a Nova resource; no service tokens.
+/// keystone` for its API, and `[nova]`, its login to find Nova in the
+/// catalogue and tell it of ports (see [`NOVA_NOTIFICATIONS`]); no service
+/// tokens.
 pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
     auth_strategy: Some("DEFAULT"),
     service_user: false,
-    catalogue_clients: &[],
+    catalogue_clients: &["nova"],
 };
+
+/// Whether Neutron tells Nova of its ports (a port plugged, unplugged or
+/// changed: the events a server's boot, interface attach and deletion wait
+/// for): on exactly when a Nova resource in the namespace registers in
+/// Neutron's Keystone (a peer), and Neutron itself logs in there. Without
+/// one there is no one to tell, and a notifier that cannot find Nova only
+/// logs errors.
+pub const NOVA_NOTIFICATIONS: [&str; 2] = [
+    "notify_nova_on_port_status_changes",
+    "notify_nova_on_port_data_changes",
+];
+
+/// The Nova Neutron tells of its ports: a Nova resource among its `peers`
+/// in the cloud of its `spec.identity`.
+pub fn nova_to_notify<'a>(spec: &NeutronSpec, peers: &'a Peers) -> Option<&'a IdentitySpec> {
+    let identity = spec.identity.as_ref()?;
+    peers
+        .in_cloud_of(crate::nova::SERVICE, identity)?
+        .identity
+        .as_ref()
+}
 
 /// Why `spec.identity` cannot be rendered: other fields setting its options.
 pub fn identity_refusals(spec: &NeutronSpec) -> Vec<String> {
@@ -74,9 +97,6 @@ fn server_defaults(sections: &mut Sections) {
     set("DEFAULT", "api_workers", "1");
     set("DEFAULT", "rpc_workers", "1");
     set("DEFAULT", "rpc_state_report_workers", "1");
-    // No Nova is known to this resource: nothing to notify.
-    set("DEFAULT", "notify_nova_on_port_status_changes", "false");
-    set("DEFAULT", "notify_nova_on_port_data_changes", "false");
     set(
         "oslo_concurrency",
         "lock_path",
@@ -93,10 +113,29 @@ fn server_defaults(sections: &mut Sections) {
     set("ml2_type_vlan", "network_vlan_ranges", "physnet1:100:4000");
 }
 
+/// `[DEFAULT]`'s notifications to `nova` (see [`NOVA_NOTIFICATIONS`]), and
+/// `[nova]` looking it up in its region.
+fn notify(sections: &mut Sections, nova: Option<&IdentitySpec>) {
+    let on = if nova.is_some() { "true" } else { "false" };
+    let defaults = sections.entry("DEFAULT".into()).or_default();
+    for option in NOVA_NOTIFICATIONS {
+        defaults.insert(option.into(), on.into());
+    }
+    if let Some(nova) = nova {
+        identity::find_in_region_of(sections, "nova", nova);
+    }
+}
+
 /// The file, or why it cannot be written: the entries of `extraConfig` that
 /// oslo.config would read otherwise than written, or options `spec.identity`
-/// or Ratchet set (nothing is rendered then).
-pub fn render(namespace: &str, name: &str, spec: &NeutronSpec) -> Result<String, Vec<String>> {
+/// or Ratchet set (nothing is rendered then). `peers`: the resources of the
+/// namespace it reads (a Nova to notify).
+pub fn render(
+    namespace: &str,
+    name: &str,
+    spec: &NeutronSpec,
+    peers: &Peers,
+) -> Result<String, Vec<String>> {
     let mut refused = config_refusals::<Neutron>(&spec.extra_config, &spec.secret_options);
     refused.extend(identity_refusals(spec));
     if !refused.is_empty() {
@@ -118,6 +157,7 @@ pub fn render(namespace: &str, name: &str, spec: &NeutronSpec) -> Result<String,
             KEYSTONE_API_PORT,
         );
     }
+    notify(&mut sections, nova_to_notify(spec, peers));
     ini::overlay(&mut sections, &spec.extra_config, Neutron::MANAGED_OPTIONS);
     ini::write(
         &[
@@ -132,6 +172,7 @@ pub fn render(namespace: &str, name: &str, spec: &NeutronSpec) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratchet_operator::service::peers::Peer;
 
     fn spec(extra: serde_json::Value, identity: bool) -> NeutronSpec {
         let mut spec = serde_json::json!({
@@ -152,7 +193,13 @@ mod tests {
 
     #[test]
     fn the_server_side_runs_ml2_without_a_data_plane_and_with_one_worker_each() {
-        let text = render("ns", "n", &spec(serde_json::json!({}), false)).expect("renders");
+        let text = render(
+            "ns",
+            "n",
+            &spec(serde_json::json!({}), false),
+            &Peers::none(),
+        )
+        .expect("renders");
         for written in [
             "core_plugin = ml2\n",
             "rpc_workers = 1\n",
@@ -174,7 +221,7 @@ mod tests {
             "DEFAULT": { "host": "one-for-all" },
         });
         let spec = spec(extra, false);
-        let text = render("ns", "n", &spec).expect("renders");
+        let text = render("ns", "n", &spec, &Peers::none()).expect("renders");
         assert!(text.contains("mechanism_drivers = openvswitch\n"), "{text}");
         assert!(!text.contains("one-for-all"), "{text}");
         let refused = Neutron::new("n", spec).spec_view().invalid_config;
@@ -186,7 +233,13 @@ mod tests {
 
     #[test]
     fn an_identity_authenticates_the_api_by_keystones_service_name() {
-        let text = render("ns", "n", &spec(serde_json::json!({}), true)).expect("renders");
+        let text = render(
+            "ns",
+            "n",
+            &spec(serde_json::json!({}), true),
+            &Peers::none(),
+        )
+        .expect("renders");
         for written in [
             "auth_strategy = keystone\n",
             "[keystone_authtoken]\nauth_type = password\nauth_url = http://keystone.ns.svc:5000\n",
@@ -195,5 +248,106 @@ mod tests {
             assert!(text.contains(written), "{written:?} in {text}");
         }
         assert!(!text.contains("password ="), "{text}");
+    }
+
+    fn nova(name: &str, keystone: &str, region: Option<&str>) -> Peer {
+        Peer {
+            service: crate::nova::SERVICE,
+            name: name.into(),
+            identity: Some(
+                serde_json::from_value(serde_json::json!({
+                    "keystone": keystone,
+                    "password": { "secretName": "nova-keystone", "key": "password" },
+                    "region": region,
+                }))
+                .expect("identity"),
+            ),
+        }
+    }
+
+    #[test]
+    fn a_nova_in_the_same_cloud_is_told_of_ports_in_its_region() {
+        let peers = Peers::new(vec![nova("nova", "keystone", Some("RegionTwo"))]);
+        let text = render("ns", "n", &spec(serde_json::json!({}), true), &peers).expect("renders");
+        for written in [
+            "notify_nova_on_port_status_changes = true
+",
+            "notify_nova_on_port_data_changes = true
+",
+            "[nova]
+auth_type = password
+auth_url = http://keystone.ns.svc:5000
+",
+            "region_name = RegionTwo
+",
+        ] {
+            assert!(text.contains(written), "{written:?} in {text}");
+        }
+        // Its own login stays in its own region.
+        assert!(
+            text.contains(
+                "[keystone_authtoken]
+auth_type = password
+auth_url = http://keystone.ns.svc:5000
+password_placeholder"
+            ) || text.contains(
+                "region_name = RegionOne
+"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_nova_of_its_cloud_no_notifications() {
+        let other_cloud = Peers::new(vec![nova("nova", "another-keystone", None)]);
+        for (spec, peers) in [
+            (spec(serde_json::json!({}), true), Peers::none()),
+            (spec(serde_json::json!({}), true), other_cloud.clone()),
+            // Without its own login Neutron cannot reach any Nova.
+            (spec(serde_json::json!({}), false), other_cloud),
+        ] {
+            let text = render("ns", "n", &spec, &peers).expect("renders");
+            assert!(
+                text.contains(
+                    "notify_nova_on_port_data_changes = false
+"
+                ),
+                "{text}"
+            );
+        }
+        let unauthenticated = spec(serde_json::json!({}), false);
+        let alone = Peers::new(vec![nova("nova", "keystone", None)]);
+        let text = render("ns", "n", &unauthenticated, &alone).expect("renders");
+        assert!(!text.contains("[nova]"), "{text}");
+    }
+
+    #[test]
+    fn extra_config_may_keep_notifications_off_but_not_move_the_login() {
+        let extra = serde_json::json!({
+            "DEFAULT": { "notify_nova_on_port_data_changes": "false" },
+        });
+        let peers = Peers::new(vec![nova("nova", "keystone", None)]);
+        let text = render("ns", "n", &spec(extra, true), &peers).expect("renders");
+        assert!(
+            text.contains(
+                "notify_nova_on_port_data_changes = false
+"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "notify_nova_on_port_status_changes = true
+"
+            ),
+            "{text}"
+        );
+        let moved = serde_json::json!({ "nova": { "region_name": "Elsewhere" } });
+        let refused = render("ns", "n", &spec(moved, true), &peers).expect_err("refused");
+        assert!(
+            refused.iter().any(|r| r.contains("nova.region_name")),
+            "{refused:?}"
+        );
     }
 }

@@ -14,8 +14,10 @@ pub mod v1alpha1;
 pub use profile::{CONFIG_DIR, SERVICE};
 pub use resource::example_manifest;
 
+use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 use ratchet_phase_machine::{Profile, SpecView};
@@ -23,6 +25,7 @@ use v1alpha1::Neutron;
 
 impl OpenStackService for Neutron {
     const SERVICE: &'static str = SERVICE;
+    const PEERS: &'static [&'static str] = &[crate::nova::SERVICE];
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "neutron.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "neutron.c5c3.io/last-upgrade-check-job-uid";
     const MANAGED_OPTIONS: &'static [ManagedOption] = &[
@@ -67,7 +70,11 @@ impl OpenStackService for Neutron {
         view
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
-        model::model(self, name)
+    fn model(&self, name: &str, peers: &Peers) -> ServiceModel {
+        model::model(self, name, peers)
+    }
+
+    fn identity(&self) -> Option<&IdentitySpec> {
+        self.spec.identity.as_ref()
     }
 }

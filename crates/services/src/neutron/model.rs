@@ -4,6 +4,7 @@
 //! workers, the API under uWSGI — then the per-node agents as DaemonSets,
 //! each known to the server by its node's name.
 
+use ratchet_operator::service::peers::Peers;
 use std::collections::BTreeMap;
 
 use ratchet_api::common::{PodSecurity, WorkloadSpec};
@@ -112,7 +113,7 @@ fn agent(
     }
 }
 
-pub fn model(neutron: &Neutron, name: &str) -> ServiceModel {
+pub fn model(neutron: &Neutron, name: &str, peers: &Peers) -> ServiceModel {
     let spec = &neutron.spec;
     let namespace = neutron.metadata.namespace.as_deref().unwrap_or_default();
     let mut workloads = vec![
@@ -154,7 +155,7 @@ pub fn model(neutron: &Neutron, name: &str) -> ServiceModel {
     ServiceModel {
         config_dir: CONFIG_DIR,
         config_file: CONFIG_FILE,
-        config: config::render(namespace, name, spec),
+        config: config::render(namespace, name, spec, peers),
         support_files: vec![
             readiness::script(),
             (RPC_PROBE.0, RPC_PROBE.1.to_string()),

@@ -7,6 +7,7 @@ use crate::nova::v1alpha1::{Nova, NovaSpec};
 
 use ratchet_api::identity::KEYSTONE_API_PORT;
 use ratchet_operator::service::ini::{self, ManagedOption, Sections};
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status::config_refusals;
 use ratchet_operator::service::{OpenStackService, identity};
 
@@ -137,7 +138,15 @@ fn defaults(sections: &mut Sections) {
 }
 
 /// The file, or why it cannot be written.
-pub fn render(namespace: &str, name: &str, spec: &NovaSpec) -> Result<String, Vec<String>> {
+///
+/// `peers`: the namespace's resources it reads: `[neutron]` looks up the
+/// Neutron of its cloud in the region that Neutron registers in.
+pub fn render(
+    namespace: &str,
+    name: &str,
+    spec: &NovaSpec,
+    peers: &Peers,
+) -> Result<String, Vec<String>> {
     let mut refused = config_refusals::<Nova>(&spec.extra_config, &spec.secret_options);
     refused.extend(identity_refusals(spec));
     refused.extend(cell_refusals(spec));
@@ -155,6 +164,10 @@ pub fn render(namespace: &str, name: &str, spec: &NovaSpec) -> Result<String, Ve
             namespace,
             KEYSTONE_API_PORT,
         );
+        let neutron = peers.in_cloud_of(crate::neutron::SERVICE, identity);
+        if let Some(neutron) = neutron.and_then(|peer| peer.identity.as_ref()) {
+            identity::find_in_region_of(&mut sections, "neutron", neutron);
+        }
     }
     ini::overlay(&mut sections, &spec.extra_config, Nova::MANAGED_OPTIONS);
     ini::write(
@@ -188,7 +201,13 @@ mod tests {
 
     #[test]
     fn computes_pin_themselves_and_run_the_fake_driver_that_keeps_its_node() {
-        let text = render("ns", "n", &spec(serde_json::json!({}), false)).expect("renders");
+        let text = render(
+            "ns",
+            "n",
+            &spec(serde_json::json!({}), false),
+            &Peers::none(),
+        )
+        .expect("renders");
         for written in [
             "[upgrade_levels]\ncompute = auto\n",
             "compute_driver = fake.FakeDriverWithoutFakeNodes\n",
@@ -203,7 +222,13 @@ mod tests {
 
     #[test]
     fn an_identity_logs_in_to_placement_and_neutron_and_sends_service_tokens() {
-        let text = render("ns", "n", &spec(serde_json::json!({}), true)).expect("renders");
+        let text = render(
+            "ns",
+            "n",
+            &spec(serde_json::json!({}), true),
+            &Peers::none(),
+        )
+        .expect("renders");
         for written in [
             "[service_user]\n",
             "send_service_user_token = true\n",
@@ -227,16 +252,41 @@ mod tests {
         );
         spec.extra_config.clear();
         spec.cells.push(spec.cells[0].clone());
-        let refused = render("ns", "n", &spec).expect_err("refused");
+        let refused = render("ns", "n", &spec, &Peers::none()).expect_err("refused");
         assert!(
             refused.iter().any(|r| r.contains("names two cells")),
             "{refused:?}"
         );
         spec.cells[0].name = "cell0".into();
-        let refused = render("ns", "n", &spec).expect_err("refused");
+        let refused = render("ns", "n", &spec, &Peers::none()).expect_err("refused");
         assert!(
             refused.iter().any(|r| r.contains("cell0 is spec.cell0")),
             "{refused:?}"
         );
+    }
+
+    #[test]
+    fn neutron_is_looked_up_in_the_region_its_resource_registers_in() {
+        let neutron = |keystone: &str| ratchet_operator::service::peers::Peer {
+            service: crate::neutron::SERVICE,
+            name: "neutron".into(),
+            identity: Some(
+                serde_json::from_value(serde_json::json!({
+                    "keystone": keystone,
+                    "password": { "secretName": "neutron-keystone", "key": "password" },
+                    "region": "RegionTwo",
+                }))
+                .expect("identity"),
+            ),
+        };
+        let spec = spec(serde_json::json!({}), true);
+        let ours = Peers::new(vec![neutron("keystone")]);
+        let text = render("ns", "n", &spec, &ours).expect("renders");
+        let section = text.split("[neutron]\n").nth(1).expect("[neutron]");
+        let section = section.split("\n[").next().unwrap_or(section);
+        assert!(section.contains("region_name = RegionTwo\n"), "{text}");
+        let theirs = Peers::new(vec![neutron("another-keystone")]);
+        let text = render("ns", "n", &spec, &theirs).expect("renders");
+        assert!(!text.contains("RegionTwo"), "{text}");
     }
 }

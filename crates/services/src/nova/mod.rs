@@ -15,8 +15,10 @@ pub mod v1alpha1;
 pub use profile::{CONFIG_DIR, SERVICE};
 pub use resource::example_manifest;
 
+use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::{ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 use ratchet_phase_machine::{Profile, SpecView};
@@ -24,6 +26,7 @@ use v1alpha1::Nova;
 
 impl OpenStackService for Nova {
     const SERVICE: &'static str = SERVICE;
+    const PEERS: &'static [&'static str] = &[crate::neutron::SERVICE];
     const INSTALLED_RELEASE_ANNOTATION: &'static str = "nova.c5c3.io/installed-release";
     const CHECK_REPORTED_ANNOTATION: &'static str = "nova.c5c3.io/last-upgrade-check-job-uid";
     const MANAGED_OPTIONS: &'static [ManagedOption] = &[
@@ -71,7 +74,11 @@ impl OpenStackService for Nova {
         view
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
-        model::model(self, name)
+    fn model(&self, name: &str, peers: &Peers) -> ServiceModel {
+        model::model(self, name, peers)
+    }
+
+    fn identity(&self) -> Option<&IdentitySpec> {
+        self.spec.identity.as_ref()
     }
 }

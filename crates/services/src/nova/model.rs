@@ -16,6 +16,7 @@ use ratchet_operator::service::model::{
     ENV_DATABASE_CONNECTION, ENV_TRANSPORT_URL, JobGroup, OSLO_SHUTDOWN_GRACE_SECONDS, PinStrategy,
     PodClaim, Readiness, SecretEnv, ServiceModel, WorkloadKind, WorkloadModel,
 };
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::{identity, readiness, registration_plan, secret_options, uwsgi};
 
 use super::config::{self, CONFIG_FILE, ENV_API_DATABASE_CONNECTION};
@@ -205,13 +206,13 @@ pub fn job_groups(nova: &Nova) -> Vec<JobGroup> {
     .collect()
 }
 
-pub fn model(nova: &Nova, name: &str) -> ServiceModel {
+pub fn model(nova: &Nova, name: &str, peers: &Peers) -> ServiceModel {
     let spec = &nova.spec;
     let namespace = nova.metadata.namespace.as_deref().unwrap_or_default();
     ServiceModel {
         config_dir: CONFIG_DIR,
         config_file: CONFIG_FILE,
-        config: config::render(namespace, name, spec),
+        config: config::render(namespace, name, spec, peers),
         support_files: vec![
             readiness::script(),
             super::paste::file(),

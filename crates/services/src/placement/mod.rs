@@ -11,8 +11,10 @@ pub mod v1alpha1;
 pub use profile::{CONFIG_DIR, SERVICE};
 pub use resource::example_manifest;
 
+use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::ManagedOption;
 use ratchet_operator::service::model::ServiceModel;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::status;
 use ratchet_operator::service::{Example, OpenStackService};
 use ratchet_phase_machine::{Profile, SpecView};
@@ -58,7 +60,11 @@ impl OpenStackService for Placement {
         view
     }
 
-    fn model(&self, name: &str) -> ServiceModel {
+    fn model(&self, name: &str, _peers: &Peers) -> ServiceModel {
         model::model(self, name)
+    }
+
+    fn identity(&self) -> Option<&IdentitySpec> {
+        self.spec.identity.as_ref()
     }
 }

@@ -7,6 +7,7 @@
 use ratchet_operator::registry::{Registry, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::WorkloadKind;
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::render::{self, Owner, PodParams};
 use ratchet_phase_machine::Replicas;
 use serde_json::Value;
@@ -21,7 +22,7 @@ impl ServiceFn for StoppedAgents {
     type Output = Vec<String>;
     fn call<S: OpenStackService>(self) -> Self::Output {
         let example: S = super::stored(S::example(S::SERVICE, "2026.1", "repo", 1).manifest);
-        let model = example.model(S::SERVICE);
+        let model = example.model(S::SERVICE, &Peers::none());
         let stops: Vec<&str> = S::profile()
             .phases
             .iter()
@@ -67,7 +68,7 @@ fn params(stopped: bool) -> PodParams<'static> {
 #[test]
 fn an_agent_runs_on_its_nodes_as_their_host_one_node_at_a_time() {
     let (owner, neutron) = neutron(serde_json::json!({ "node-role/network": "true" }));
-    let model = neutron.model("n");
+    let model = neutron.model("n", &Peers::none());
     let agent = model
         .workloads
         .iter()
@@ -111,7 +112,7 @@ fn an_agent_runs_on_its_nodes_as_their_host_one_node_at_a_time() {
 #[test]
 fn a_per_node_workload_is_never_stopped() {
     let (owner, neutron) = neutron(serde_json::json!({}));
-    let model = neutron.model("n");
+    let model = neutron.model("n", &Peers::none());
     let agent = model
         .workloads
         .iter()

@@ -4,6 +4,7 @@
 
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::desired::{Desired, Inputs};
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::render::{Owner, Workload};
 use ratchet_phase_machine::{Decision, DesiredStatus, JobAction, Outcome, WorkloadAction};
 
@@ -28,7 +29,7 @@ fn inputs() -> Inputs<'static> {
 /// A fresh install's pass once its sync succeeded: the sync Job kept, every
 /// workload applied.
 fn fresh_install_decision(ironic: &Ironic) -> Decision {
-    let model = ironic.model("i");
+    let model = ironic.model("i", &Peers::none());
     let sync = &Ironic::profile().db_sync[0];
     Decision {
         status: DesiredStatus {
@@ -69,7 +70,7 @@ fn fresh_install_decision(ironic: &Ironic) -> Decision {
 #[test]
 fn every_job_and_workload_is_rendered_with_the_services_it_needs() {
     let (owner, ironic) = ironic();
-    let model = ironic.model("i");
+    let model = ironic.model("i", &Peers::none());
     let decision = fresh_install_decision(&ironic);
     let desired = Desired::render(&owner, &model, &decision, &inputs()).expect("renders");
     assert_eq!(
@@ -102,7 +103,7 @@ fn every_job_and_workload_is_rendered_with_the_services_it_needs() {
 #[test]
 fn a_child_that_cannot_be_rendered_fails_the_whole_set() {
     let (owner, ironic) = ironic();
-    let model = ironic.model("i");
+    let model = ironic.model("i", &Peers::none());
     let mut decision = fresh_install_decision(&ironic);
     decision.jobs.push(JobAction::Ensure {
         suffix: "db-sync-cell9".into(),

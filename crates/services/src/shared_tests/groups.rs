@@ -7,6 +7,7 @@ use ratchet_api::common::SecretKeyRef;
 use ratchet_operator::registry::{Registry, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{ENV_JOB_GROUP, JobGroup, SecretEnv, ServiceModel};
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::render::{self, JobSpec, Owner, PodParams};
 use serde_json::Value;
 
@@ -25,7 +26,10 @@ impl ServiceFn for GroupsOf {
             .chain(profile.phases.iter().flat_map(|p| p.templates()))
             .any(|t| t.per_group);
         let example: S = super::stored(S::example(S::SERVICE, "2026.1", "repo", 1).manifest);
-        (per_group, example.model(S::SERVICE).job_group_names())
+        (
+            per_group,
+            example.model(S::SERVICE, &Peers::none()).job_group_names(),
+        )
     }
 }
 
@@ -76,7 +80,7 @@ fn widened() -> (Owner, ServiceModel) {
         "p", "2026.1", "repo", "2026.1", 1,
     ));
     let owner = Owner::of(crate::placement::SERVICE, &placement).expect("owner");
-    let mut model = placement.model("p");
+    let mut model = placement.model("p", &Peers::none());
     let variable = model.secrets[0].env.clone();
     model.job_groups = vec![JobGroup {
         name: "cell1".into(),

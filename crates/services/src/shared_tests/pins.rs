@@ -5,6 +5,7 @@
 use ratchet_operator::registry::{Registry, ServiceFn};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::PinStrategy;
+use ratchet_operator::service::peers::Peers;
 use ratchet_phase_machine::{Pin, Step};
 
 /// What a service's pieces say about pinning.
@@ -30,7 +31,7 @@ impl ServiceFn for PinOf {
             )
         });
         let example: S = super::stored(S::example(S::SERVICE, "2026.1", "repo", 1).manifest);
-        let model = example.model(S::SERVICE);
+        let model = example.model(S::SERVICE, &Peers::none());
         Pinning {
             strategy: model.pin,
             pinned_roll,

@@ -4,6 +4,7 @@
 
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{PodClaim, WorkloadKind};
+use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::render::{self, Owner, PodParams};
 
 use crate::ironic::v1alpha1::Ironic;
@@ -25,7 +26,7 @@ fn a_stateful_set_s_pods_each_get_their_own_claim_mounted() {
         "i", "2026.1", "repo", "2026.1", 2,
     ));
     let owner = Owner::of(crate::ironic::SERVICE, &ironic).expect("owner");
-    let mut model = ironic.model("i");
+    let mut model = ironic.model("i", &Peers::none());
     let claim = PodClaim {
         name: "state".into(),
         mount_path: "/var/lib/ironic/state".into(),

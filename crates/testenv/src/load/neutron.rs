@@ -641,6 +641,74 @@ impl Worker {
     }
 }
 
+/// Plugs a port into `server` (as Nova would: `device_owner compute:nova`,
+/// `device_id` the server) on a network of its own, then unplugs it by
+/// deleting it, as `credentials`' user: a Neutron that notifies Nova tells
+/// it `network-vif-deleted` for the server. Returns the port's id.
+pub async fn plug_and_unplug(
+    netns: &ClientNetns,
+    neutron: std::net::SocketAddr,
+    credentials: &Credentials,
+    server: &str,
+) -> Result<String> {
+    let credentials = credentials.clone();
+    let server = server.to_string();
+    netns
+        .run(async move {
+            let http = super::http_client()?;
+            let token = credentials.issue(&http).await.map_err(plug_failure)?.value;
+            let url = |path: &str| format!("http://{neutron}{PREFIX}/{path}");
+            let network = exchange(
+                http.post(url("networks"))
+                    .header("X-Auth-Token", &token)
+                    .json(&json!({ "network": { "name": format!("plug-{:08x}", run_id()) } })),
+                "POST /v2.0/networks",
+                201,
+            )
+            .await
+            .map_err(plug_failure)?;
+            let network = network["network"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let port = exchange(
+                http.post(url("ports"))
+                    .header("X-Auth-Token", &token)
+                    .json(&json!({ "port": {
+                        "network_id": network,
+                        "device_id": server,
+                        "device_owner": "compute:nova",
+                    } })),
+                "POST /v2.0/ports",
+                201,
+            )
+            .await
+            .map_err(plug_failure)?;
+            let port = port["port"]["id"].as_str().unwrap_or_default().to_string();
+            for (path, what) in [
+                (format!("ports/{port}"), "DELETE /v2.0/ports/<id>"),
+                (format!("networks/{network}"), "DELETE /v2.0/networks/<id>"),
+            ] {
+                super::exchange_with_headers(
+                    http.delete(url(&path)).header("X-Auth-Token", &token),
+                    what,
+                    204,
+                )
+                .await
+                .map_err(plug_failure)?;
+            }
+            Ok(port)
+        })
+        .await?
+}
+
+fn plug_failure(detail: String) -> crate::error::TestEnvError {
+    crate::error::TestEnvError::Service {
+        service: "neutron port plug".into(),
+        detail,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

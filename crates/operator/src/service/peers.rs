@@ -1,0 +1,231 @@
+//! Other services' resources in a resource's namespace, as its configuration
+//! reads them: Neutron notifies a Nova that shares its Keystone, Nova finds
+//! that Neutron in its region. A service names the services it reads
+//! ([`OpenStackService::PEERS`]); its pass gets them from the operator's own
+//! watch caches of those resources ([`Directory`], no request), and a peer
+//! appearing, going or changing its identity wakes it ([`Tap`]).
+//!
+//! [`OpenStackService::PEERS`]: super::contract::OpenStackService::PEERS
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use ratchet_api::identity::IdentitySpec;
+use tokio::sync::broadcast;
+
+use super::contract::OpenStackService;
+
+/// A service resource as a peer's configuration reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub service: &'static str,
+    pub name: String,
+    /// Its `spec.identity`: the Keystone it registers in, its region.
+    pub identity: Option<IdentitySpec>,
+}
+
+impl Peer {
+    /// Whether it registers in the Keystone `identity` names: the one cloud's
+    /// catalogue both find each other in.
+    pub fn shares_keystone(&self, identity: &IdentitySpec) -> bool {
+        self.identity
+            .as_ref()
+            .is_some_and(|own| own.keystone == identity.keystone)
+    }
+}
+
+/// The peers of one resource: the resources of the services it reads, in its
+/// namespace, by service then name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Peers(Vec<Peer>);
+
+impl Peers {
+    /// No peers: a resource alone (and what `ratchet plan` renders with).
+    pub fn none() -> Peers {
+        Peers::default()
+    }
+
+    pub fn new(mut peers: Vec<Peer>) -> Peers {
+        peers.sort_by(|a, b| (a.service, &a.name).cmp(&(b.service, &b.name)));
+        Peers(peers)
+    }
+
+    /// The first resource of `service` (by name) registering in the Keystone
+    /// `identity` names: two would register the same catalogue entry, so at
+    /// most one serves a cloud.
+    pub fn in_cloud_of(&self, service: &str, identity: &IdentitySpec) -> Option<&Peer> {
+        self.0
+            .iter()
+            .find(|peer| peer.service == service && peer.shares_keystone(identity))
+    }
+}
+
+/// A change of a peer: its service and namespace, whose readers wake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub service: &'static str,
+    pub namespace: String,
+}
+
+type Source = Box<dyn Fn(&str) -> Vec<Peer> + Send + Sync>;
+
+/// Every registered service's resources, read from the stores their
+/// controllers' watches fill, and the changes that wake their readers.
+#[derive(Clone)]
+pub struct Directory {
+    sources: Arc<HashMap<&'static str, Source>>,
+    changes: broadcast::Sender<Change>,
+}
+
+/// How many peer changes a slow reader may fall behind before it wakes all
+/// its resources instead (see [`Directory::subscribe`]).
+const CHANGE_BUFFER: usize = 256;
+
+/// The directory's sources, collected before the controllers start, and the
+/// channel their watches announce changes on.
+pub struct Sources {
+    sources: HashMap<&'static str, Source>,
+    changes: broadcast::Sender<Change>,
+}
+
+impl Default for Sources {
+    fn default() -> Sources {
+        Sources {
+            sources: HashMap::new(),
+            changes: broadcast::channel(CHANGE_BUFFER).0,
+        }
+    }
+}
+
+impl Sources {
+    /// What `S`'s watch calls with each event: announces the namespaces whose
+    /// peers it changed.
+    pub fn tap<S: OpenStackService>(&self) -> impl FnMut(&watcher::Event<S>) + Send + 'static {
+        let mut tap = Tap::default();
+        let changes = self.changes.clone();
+        move |event| {
+            for namespace in tap.observe(event) {
+                // No receiver: no service reads it.
+                let _ = changes.send(Change {
+                    service: S::SERVICE,
+                    namespace,
+                });
+            }
+        }
+    }
+
+    /// Adds the resources of `S` from its controller's store.
+    pub fn add<S: OpenStackService>(&mut self, store: Store<S>) {
+        let source = move |namespace: &str| {
+            store
+                .state()
+                .iter()
+                .filter(|object| object.meta().namespace.as_deref() == Some(namespace))
+                .filter_map(|object| {
+                    Some(Peer {
+                        service: S::SERVICE,
+                        name: object.meta().name.clone()?,
+                        identity: object.identity().cloned(),
+                    })
+                })
+                .collect()
+        };
+        self.sources.insert(S::SERVICE, Box::new(source));
+    }
+}
+
+impl Directory {
+    pub fn new(sources: Sources) -> Directory {
+        Directory {
+            sources: Arc::new(sources.sources),
+            changes: sources.changes,
+        }
+    }
+
+    /// The resources of `services` in `namespace`.
+    pub fn peers(&self, namespace: &str, services: &[&str]) -> Peers {
+        Peers::new(
+            services
+                .iter()
+                .filter_map(|service| self.sources.get(service))
+                .flat_map(|source| source(namespace))
+                .collect(),
+        )
+    }
+
+    /// The changes from now on; a receiver that lags gets `Lagged` and should
+    /// wake every resource it serves.
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+}
+
+/// What a reader sees of a resource: a change of it wakes the readers.
+type Seen = Option<IdentitySpec>;
+
+/// Follows one service's watch events and tells which namespaces' peers
+/// changed: a resource created or deleted, or its identity changed. Status
+/// updates change nothing a peer reads, so they wake no one.
+#[derive(Default)]
+pub struct Tap {
+    seen: BTreeMap<(String, String), Seen>,
+    /// The relist in progress (between `Init` and `InitDone`).
+    relisting: Option<BTreeMap<(String, String), Seen>>,
+}
+
+impl Tap {
+    /// The namespaces whose peers `event` changed.
+    pub fn observe<S: OpenStackService>(&mut self, event: &watcher::Event<S>) -> Vec<String> {
+        match event {
+            watcher::Event::Init => {
+                self.relisting = Some(BTreeMap::new());
+                Vec::new()
+            }
+            watcher::Event::InitApply(object) => {
+                if let (Some(relisting), Some(key)) = (self.relisting.as_mut(), key(object)) {
+                    relisting.insert(key, object.identity().cloned());
+                }
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                let listed = self.relisting.take().unwrap_or_default();
+                let old = std::mem::replace(&mut self.seen, listed);
+                let mut changed: Vec<String> = old
+                    .iter()
+                    .filter(|(key, seen)| self.seen.get(*key) != Some(*seen))
+                    .chain(
+                        self.seen
+                            .iter()
+                            .filter(|(key, seen)| old.get(*key) != Some(*seen)),
+                    )
+                    .map(|((namespace, _), _)| namespace.clone())
+                    .collect();
+                changed.sort();
+                changed.dedup();
+                changed
+            }
+            watcher::Event::Apply(object) => key(object)
+                .filter(|key| {
+                    let seen = object.identity().cloned();
+                    self.seen.insert(key.clone(), seen.clone()) != Some(seen)
+                })
+                .map(|(namespace, _)| namespace)
+                .into_iter()
+                .collect(),
+            watcher::Event::Delete(object) => key(object)
+                .filter(|key| self.seen.remove(key).is_some())
+                .map(|(namespace, _)| namespace)
+                .into_iter()
+                .collect(),
+        }
+    }
+}
+
+fn key<S: OpenStackService>(object: &S) -> Option<(String, String)> {
+    Some((
+        object.meta().namespace.clone()?,
+        object.meta().name.clone()?,
+    ))
+}
