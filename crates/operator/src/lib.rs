@@ -166,15 +166,15 @@ async fn run_all<R: Registry>(
             // Our own reflector rather than `Controller::new`'s: it retries a
             // failed watch within a second and keeps its errors out of the
             // trigger stream.
+            let (tap, listed) = self.sources.tap::<S>();
             let (store, stream) = service::caches::reflected_tapped(
                 self.ctx.api::<S>(),
                 kube::runtime::watcher::Config::default(),
                 service::drop_managed_fields,
-                self.sources.tap::<S>(),
+                tap,
             );
             self.sources.add(store.clone());
-            self.listed
-                .push((S::SERVICE, service::caches::listed(&store)));
+            self.listed.push((S::SERVICE, listed));
             self.reflected.insert(S::SERVICE, Box::new((store, stream)));
         }
     }

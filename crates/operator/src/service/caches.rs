@@ -459,7 +459,7 @@ impl Listed {
 }
 
 /// Resolves once `store` holds its initial list (or its writer is gone).
-pub fn listed<K>(store: &Store<K>) -> BoxFuture<'static, ()>
+fn listed<K>(store: &Store<K>) -> BoxFuture<'static, ()>
 where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {

@@ -10,10 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use ratchet_api::identity::IdentitySpec;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use super::contract::OpenStackService;
 
@@ -101,11 +103,22 @@ impl Default for Sources {
 
 impl Sources {
     /// What `S`'s watch calls with each event: announces the namespaces whose
-    /// peers it changed.
-    pub fn tap<S: OpenStackService>(&self) -> impl FnMut(&watcher::Event<S>) + Send + 'static {
+    /// peers it changed. The future resolves once the watch first listed.
+    /// (Not `Store::wait_until_ready`: kube's controller already waits on the
+    /// store, and the store wakes only one of two waiters.)
+    pub fn tap<S: OpenStackService>(
+        &self,
+    ) -> (
+        impl FnMut(&watcher::Event<S>) + Send + 'static,
+        BoxFuture<'static, ()>,
+    ) {
         let mut tap = Tap::default();
         let changes = self.changes.clone();
-        move |event| {
+        let (listed, mut listing) = watch::channel(false);
+        let on_event = move |event: &watcher::Event<S>| {
+            if matches!(event, watcher::Event::InitDone) {
+                listed.send_replace(true);
+            }
             for namespace in tap.observe(event) {
                 // No receiver: no service reads it.
                 let _ = changes.send(Change {
@@ -113,7 +126,11 @@ impl Sources {
                     namespace,
                 });
             }
-        }
+        };
+        let first_listed = async move {
+            let _ = listing.wait_for(|listed| *listed).await;
+        };
+        (on_event, first_listed.boxed())
     }
 
     /// Adds the resources of `S` from its controller's store.
