@@ -123,6 +123,22 @@ pub fn watch_backoff() -> ExponentialBackoff {
         .into()
 }
 
+/// What a reflector can watch and keep.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + std::fmt::Debug + DeserializeOwned + Send + Sync + 'static
+{
+}
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// A reflector over `api` with `config`: fills its store with objects cut
 /// down by `trim` to what decisions read, retries on its own and
 /// yields only objects (errors are logged, see the module docs).
@@ -132,13 +148,7 @@ pub fn reflected<K>(
     trim: fn(&mut K),
 ) -> (Store<K>, Trigger<K>)
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     reflected_tapped(api, config, trim, |_| {})
 }
@@ -151,13 +161,7 @@ pub fn reflected_tapped<K>(
     mut tap: impl FnMut(&watcher::Event<K>) + Send + 'static,
 ) -> (Store<K>, Trigger<K>)
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let kind = K::kind(&()).into_owned();
     let (store, writer) = reflector::store();

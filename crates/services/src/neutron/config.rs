@@ -193,13 +193,7 @@ mod tests {
 
     #[test]
     fn the_server_side_runs_ml2_without_a_data_plane_and_with_one_worker_each() {
-        let text = render(
-            "ns",
-            "n",
-            &spec(serde_json::json!({}), false),
-            &Peers::none(),
-        )
-        .expect("renders");
+        let text = alone(serde_json::json!({}), false);
         for written in [
             "core_plugin = ml2\n",
             "rpc_workers = 1\n",
@@ -233,13 +227,7 @@ mod tests {
 
     #[test]
     fn an_identity_authenticates_the_api_by_keystones_service_name() {
-        let text = render(
-            "ns",
-            "n",
-            &spec(serde_json::json!({}), true),
-            &Peers::none(),
-        )
-        .expect("renders");
+        let text = alone(serde_json::json!({}), true);
         for written in [
             "auth_strategy = keystone\n",
             "[keystone_authtoken]\nauth_type = password\nauth_url = http://keystone.ns.svc:5000\n",
@@ -251,18 +239,12 @@ mod tests {
     }
 
     fn nova(name: &str, keystone: &str, region: Option<&str>) -> Peer {
-        Peer {
-            service: crate::nova::SERVICE,
-            name: name.into(),
-            identity: Some(
-                serde_json::from_value(serde_json::json!({
-                    "keystone": keystone,
-                    "password": { "secretName": "nova-keystone", "key": "password" },
-                    "region": region,
-                }))
-                .expect("identity"),
-            ),
-        }
+        crate::shared_tests::peers::peer(crate::nova::SERVICE, name, keystone, region)
+    }
+
+    /// The file of the spec `extra` and `identity` make, alone in its namespace.
+    fn alone(extra: serde_json::Value, identity: bool) -> String {
+        render("ns", "n", &spec(extra, identity), &Peers::none()).expect("renders")
     }
 
     #[test]

@@ -186,6 +186,11 @@ pub fn render(
 mod tests {
     use super::*;
 
+    /// The file of the spec `extra` and `identity` make, alone in its namespace.
+    fn alone(extra: serde_json::Value, identity: bool) -> String {
+        render("ns", "n", &spec(extra, identity), &Peers::none()).expect("renders")
+    }
+
     fn spec(extra: serde_json::Value, identity: bool) -> NovaSpec {
         let mut spec =
             crate::nova::example_manifest("n", "2026.1", "nova", "2026.1")["spec"].clone();
@@ -201,13 +206,7 @@ mod tests {
 
     #[test]
     fn computes_pin_themselves_and_run_the_fake_driver_that_keeps_its_node() {
-        let text = render(
-            "ns",
-            "n",
-            &spec(serde_json::json!({}), false),
-            &Peers::none(),
-        )
-        .expect("renders");
+        let text = alone(serde_json::json!({}), false);
         for written in [
             "[upgrade_levels]\ncompute = auto\n",
             "compute_driver = fake.FakeDriverWithoutFakeNodes\n",
@@ -222,13 +221,7 @@ mod tests {
 
     #[test]
     fn an_identity_logs_in_to_placement_and_neutron_and_sends_service_tokens() {
-        let text = render(
-            "ns",
-            "n",
-            &spec(serde_json::json!({}), true),
-            &Peers::none(),
-        )
-        .expect("renders");
+        let text = alone(serde_json::json!({}), true);
         for written in [
             "[service_user]\n",
             "send_service_user_token = true\n",
@@ -267,17 +260,13 @@ mod tests {
 
     #[test]
     fn neutron_is_looked_up_in_the_region_its_resource_registers_in() {
-        let neutron = |keystone: &str| ratchet_operator::service::peers::Peer {
-            service: crate::neutron::SERVICE,
-            name: "neutron".into(),
-            identity: Some(
-                serde_json::from_value(serde_json::json!({
-                    "keystone": keystone,
-                    "password": { "secretName": "neutron-keystone", "key": "password" },
-                    "region": "RegionTwo",
-                }))
-                .expect("identity"),
-            ),
+        let neutron = |keystone: &str| {
+            crate::shared_tests::peers::peer(
+                crate::neutron::SERVICE,
+                "neutron",
+                keystone,
+                Some("RegionTwo"),
+            )
         };
         let spec = spec(serde_json::json!({}), true);
         let ours = Peers::new(vec![neutron("keystone")]);

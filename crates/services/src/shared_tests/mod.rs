@@ -8,7 +8,7 @@ mod conversion;
 mod desired;
 mod groups;
 mod install;
-mod peers;
+pub mod peers;
 mod pins;
 mod plan;
 mod pod_claims;

@@ -8,6 +8,23 @@ use ratchet_operator::service::peers::{Peer, Peers, Tap};
 
 use crate::nova::v1alpha1::Nova;
 
+/// A resource of `service` named `name` registering in Keystone `keystone`
+/// (in `region`, or the default): what a reader is given of a peer.
+pub fn peer(service: &'static str, name: &str, keystone: &str, region: Option<&str>) -> Peer {
+    Peer {
+        service,
+        name: name.into(),
+        identity: Some(
+            serde_json::from_value(serde_json::json!({
+                "keystone": keystone,
+                "password": { "secretName": format!("{name}-keystone"), "key": "password" },
+                "region": region,
+            }))
+            .expect("identity"),
+        ),
+    }
+}
+
 fn nova(namespace: &str, name: &str, region: Option<&str>) -> Nova {
     let mut manifest = Nova::example(name, "2026.1", "nova", 1).manifest;
     manifest["metadata"]["namespace"] = namespace.into();
@@ -66,17 +83,7 @@ fn a_relist_announces_what_changed_while_the_watch_was_down() {
 
 #[test]
 fn a_reader_finds_the_peer_of_its_own_cloud_first_by_name() {
-    let peer = |name: &str, keystone: &str| Peer {
-        service: "nova",
-        name: name.into(),
-        identity: Some(
-            serde_json::from_value(serde_json::json!({
-                "keystone": keystone,
-                "password": { "secretName": "p", "key": "password" },
-            }))
-            .expect("identity"),
-        ),
-    };
+    let peer = |name: &str, keystone: &str| peer("nova", name, keystone, None);
     let peers = Peers::new(vec![
         peer("z", "keystone"),
         peer("a", "other"),
