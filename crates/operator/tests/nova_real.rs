@@ -11,9 +11,9 @@
 //! after it; through the upgrade it lists and reads back its servers and the
 //! flavors (boots and deletes across Nova's restarts wait for the drain,
 //! issue 40). No request may fail, and every server must end as asked
-//! (ACTIVE or gone), none stuck in BUILD or ERROR. Neutron, its peer, sends
-//! Nova's API an event for a port unplugged from a server (`[nova]` rendered
-//! because this Nova shares its Keystone). The `compute = auto` pin is seen in the
+//! (ACTIVE or gone), none stuck in BUILD or ERROR. Neutron, its peer, tells
+//! Nova of a port unplugged from a server (`[nova]` rendered because this
+//! Nova shares its Keystone), and Nova takes the event for that server. The `compute = auto` pin is seen in the
 //! conductors' logs at the installed release's service version during the
 //! roll and at the target's after the second roll; every service row ends at
 //! the target's version; each cell's online data migrations report. Needs
@@ -314,11 +314,9 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
 
     // Neutron tells Nova of its ports: this Nova registers in Neutron's
     // Keystone, so Neutron's notifications are on and its `[nova]` login
-    // finds Nova's API in the catalogue; a port unplugged from a server is
-    // sent there and answered (Neutron logs Nova's answer per event). Nova
-    // answers 404 for it today: it looks the server up in the caller's
-    // project unless the caller is an admin, and Ratchet's service users hold
-    // only the `service` role (docs/neutron.md, "Telling Nova of ports").
+    // finds Nova's API in the catalogue; a port unplugged from a server
+    // reaches Nova as an event for that server (Neutron's user holds `admin`
+    // in the service project, without which Nova cannot see the server).
     let (server, _) = (after.kept.iter())
         .find(|(_, kept)| kept.seen.status == "ACTIVE")
         .context("an ACTIVE server after the upgrade")?;
@@ -327,7 +325,10 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
     let port = neutron::plug_and_unplug(&netns, neutron_addr, &admin, server).await?;
     let told = until_logged(
         &h,
-        &["Nova event matching", "network-vif-deleted", &port, server],
+        &[
+            &format!("Creating event network-vif-deleted:{port}"),
+            server,
+        ],
         Duration::from_secs(120),
     )
     .await?;

@@ -1,6 +1,6 @@
 """Registers an OpenStack service in Keystone, idempotently: its service
 user (created with the password from its Secret; a user Ratchet did not
-create keeps its password), the user's role in the service project, the
+create keeps its password), the user's roles in the service project, the
 catalogue entry and its public and internal endpoints in the region. Then
 logs in as the service user, as its processes will.
 
@@ -135,9 +135,10 @@ def register(args):
                       f"Keystone at {args.keystone} refuses the admin password from Secret {args.admin_secret}")
     project = ensure_named(admin, "projects", "project", "service",
                            {"domain_id": DOMAIN, "description": "Service users"}, domain_id=DOMAIN)
-    role = ensure_named(admin, "roles", "role", "service", {})
     user = ensure_user(args, admin, project)
-    admin.call("PUT", f"/projects/{project['id']}/users/{user['id']}/roles/{role['id']}")
+    for name in args.role:
+        role = ensure_named(admin, "roles", "role", name, {})
+        admin.call("PUT", f"/projects/{project['id']}/users/{user['id']}/roles/{role['id']}")
     ensure_region(admin, args.region)
     services = [s for s in admin.list("services", type=args.service_type)
                 if s.get("name") == args.service_name]
@@ -175,6 +176,7 @@ def main():
     for option in ("keystone", "admin-secret", "user", "password-secret", "region",
                    "service-name", "service-type", "endpoint", "owner"):
         parser.add_argument("--" + option, required=True)
+    parser.add_argument("--role", action="append", required=True)
     args = parser.parse_args()
     try:
         register(args)

@@ -24,7 +24,14 @@ pub struct Registration {
     pub service_type: &'static str,
     /// Both endpoints' URL: the service's API by its Service's DNS name.
     pub endpoint: String,
+    /// The roles its user holds in the service project: `service` (what
+    /// validating tokens and calling peers as a service takes), and what a
+    /// peer's API asks beyond it (see [`Registration::with_roles`]).
+    pub roles: &'static [&'static str],
 }
+
+/// The role every service user holds in the service project.
+pub const SERVICE_ROLES: &[&str] = &["service"];
 
 impl Registration {
     /// For the resource `name` of `service`, of catalogue type
@@ -44,7 +51,13 @@ impl Registration {
             service_name: name.to_string(),
             service_type,
             endpoint,
+            roles: SERVICE_ROLES,
         }
+    }
+
+    /// The same registration, its user holding `roles` (`service` among them).
+    pub fn with_roles(self, roles: &'static [&'static str]) -> Registration {
+        Registration { roles, ..self }
     }
 
     /// `user glance, service image`, for messages.
@@ -88,6 +101,10 @@ impl Registration {
         ] {
             command.push(option.to_string());
             command.push(value);
+        }
+        for role in self.roles {
+            command.push("--role".into());
+            command.push(role.to_string());
         }
         command
     }
@@ -154,5 +171,15 @@ mod tests {
             registration.summary(),
             "user glance, service glance (image)"
         );
+        let roles = |command: &[String]| {
+            (command.windows(2))
+                .filter(|pair| pair[0] == "--role")
+                .map(|pair| pair[1].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(roles(&command), ["service"]);
+        let widened = registration.with_roles(&["service", "admin"]);
+        let command = widened.command("/etc/glance", "os", &admin, "glance os/glance");
+        assert_eq!(roles(&command), ["service", "admin"]);
     }
 }

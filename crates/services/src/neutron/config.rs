@@ -48,6 +48,13 @@ pub const IDENTITY_WIRING: identity::Wiring = identity::Wiring {
     catalogue_clients: &["nova"],
 };
 
+/// The roles Neutron's user holds in the service project: `service`, and
+/// `admin` for Nova, which looks up the servers of Neutron's port events
+/// in the caller's project unless the caller is an admin
+/// (`context_is_admin`); as `service` alone, every event is answered 404 and
+/// dropped. Deployment tools grant service users `admin` there too.
+pub const USER_ROLES: &[&str] = &["service", "admin"];
+
 /// Whether Neutron tells Nova of its ports (a port plugged, unplugged or
 /// changed: the events a server's boot, interface attach and deletion wait
 /// for): on exactly when a Nova resource in the namespace registers in

@@ -195,6 +195,7 @@ pub fn model(neutron: &Neutron, name: &str, peers: &Peers) -> ServiceModel {
                 CATALOG_TYPE,
                 format!("http://{name}.{namespace}.svc:{API_PORT}"),
             )
+            .with_roles(config::USER_ROLES)
         }),
     }
 }
