@@ -24,15 +24,15 @@ use serde_json::json;
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(900);
 
-/// The `services` rows: (binary, host, rpc version, object version, up).
+/// The `services` rows: (binary, host, rpc version, object version, up, disabled).
 async fn service_rows(netns: &ClientNetns, db: &Backing) -> Result<Vec<Vec<String>>> {
     rows(
         netns,
         db,
         "cinder",
         "SELECT `binary`, host, rpc_current_version, object_current_version, \
-         TIMESTAMPDIFF(SECOND, COALESCE(updated_at, created_at), UTC_TIMESTAMP()) < 60 \
-         FROM services WHERE deleted = 0 ORDER BY `binary`, host",
+         TIMESTAMPDIFF(SECOND, COALESCE(updated_at, created_at), UTC_TIMESTAMP()) < 60, \
+         disabled FROM services WHERE deleted = 0 ORDER BY `binary`, host",
     )
     .await
 }
@@ -179,7 +179,9 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
     })
     .await
     .context("upgrade")?;
-    // The second roll: every workload rolled out on its current template.
+    // The second roll: every workload but the API restarted once more (its
+    // pods carry the installed release) and rolled out; then Ready, which
+    // also waits for the last drained back end to be given back.
     for workload in [
         "cinder-scheduler",
         "cinder-volume-files-a",
@@ -187,9 +189,16 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         "cinder-backup",
         "cinder",
     ] {
-        h.wait_workload(workload, "rolled out", UPGRADE_TIMEOUT, |w| w.complete)
-            .await?;
+        h.wait_workload(workload, "rolled out a second time", UPGRADE_TIMEOUT, |w| {
+            w.complete
+                && (workload == "cinder"
+                    || w.template_annotation("cinder.c5c3.io/installed-release")
+                        .as_deref()
+                        == Some("2026.2"))
+        })
+        .await?;
     }
+    h.wait_ready(NAME).await?;
     let upgrade_to = SystemTime::now();
     let tally = load.tally();
     let outcome = load.stop(Duration::from_secs(120)).await?;
@@ -343,6 +352,33 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         rows.iter().all(|r| r[3] == rows[0][3]),
         "object versions differ: {rows:?}"
     );
+    // Each back end was drained before each of its two restarts (the ordered
+    // roll, the second roll), disabled (another back end took new volumes
+    // meanwhile), and every one is enabled again.
+    ensure!(
+        rows.iter().all(|r| r[5] == "0"),
+        "a service was left disabled: {rows:?}"
+    );
+    let drained: Vec<String> = h
+        .events_for(NAME)
+        .await?
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("HostDrained"))
+        .map(|e| e.note.unwrap_or_default())
+        .collect();
+    eprintln!("DRAINS: {drained:#?}");
+    for backend in ["files-a", "files-b"] {
+        let host = format!("cinder-volume-{backend}");
+        let of_host: Vec<&String> = drained
+            .iter()
+            .filter(|m| {
+                m.starts_with(&format!(
+                    "{host}: cinder-volume {host}@{backend} disabled, drained in "
+                ))
+            })
+            .collect();
+        ensure!(of_host.len() == 2, "{host} drained twice: {drained:#?}");
+    }
     h.finish().await;
     Ok(())
 }

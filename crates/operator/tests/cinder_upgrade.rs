@@ -285,6 +285,38 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
         .count();
     ensure!(in_progress == 0, "in-progress states emit no events");
 
+    // Each back end drained before each of its two restarts, and given back:
+    // disabled (the other back end takes new volumes), on its own host.
+    let drained: Vec<&str> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("HostDrained"))
+        .filter_map(|e| e.note.as_deref())
+        .collect();
+    for backend in ["lvm", "nfs"] {
+        let workload = format!("c-volume-{backend}");
+        let n = drained
+            .iter()
+            .filter(|m| m.starts_with(&format!("{workload}: ")))
+            .count();
+        ensure!(n == 2, "{workload} drained {n} times: {drained:?}");
+        let drain = container(&jobs.get(&format!("c-drain-{workload}")).await?)?
+            .command
+            .unwrap_or_default()
+            .join(" ");
+        ensure!(
+            drain.contains(&format!("drain --api http://c.{}.svc:8776", h.name()))
+                && drain.contains(&format!("--host {workload}@{backend}"))
+                && drain.ends_with("--disable"),
+            "{drain}"
+        );
+        let returned = jobs.get(&format!("c-undrain-{workload}")).await?;
+        ensure!(
+            returned.status.as_ref().and_then(|s| s.succeeded) == Some(1),
+            "{workload} given back: {:?}",
+            returned.status
+        );
+    }
+
     // The roll: target image in order, each after the previous completed.
     let first_target: Vec<String> = {
         let mut seen = Vec::new();

@@ -6,6 +6,7 @@
 mod chain;
 pub mod conditions;
 pub mod decision;
+pub mod drain;
 pub mod hash;
 pub mod observe;
 mod offline;
@@ -19,6 +20,7 @@ pub mod vocabulary;
 pub use decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
+pub use drain::HostDrain;
 pub use observe::{
     ConditionState, JobOutcome, Observed, ObservedJob, ObservedRegistration, ObservedWorkload,
     Replicas, Rollout, SpecView, StatusView, WorkloadId,

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::drain::HostDrain;
+
 pub use crate::registration::ObservedRegistration;
 
 /// Status of a condition as stored on the resource.
@@ -133,6 +135,8 @@ pub struct WorkloadId {
     pub carries_installed_release: bool,
     /// How many pods it runs.
     pub replicas: Replicas,
+    /// How its host is drained before its pods restart, if it is.
+    pub drain: Option<HostDrain>,
 }
 
 /// How many pods a workload runs.

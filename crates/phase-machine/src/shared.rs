@@ -6,6 +6,7 @@ use crate::conditions::{Verdict, standard};
 use crate::decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
+use crate::drain::{self, After, Before, HostDrain};
 use crate::observe::{JobOutcome, Observed, ObservedWorkload, WorkloadId};
 use crate::profile::Profile;
 use crate::vocabulary::{condition, event, reason};
@@ -148,24 +149,111 @@ impl WorkloadParams {
             .is_some_and(|live| self.current(obs, workload, live) && live.rollout.complete())
     }
 
+    /// The workload has settled and its host, if drained, is back in service.
+    pub fn done(&self, obs: &Observed, workload: &WorkloadId) -> bool {
+        self.settled(obs, workload)
+            && workload
+                .drain
+                .as_ref()
+                .is_none_or(|d| drain::after_restart(obs, workload, d, &self.image).is_none())
+    }
+
+    /// What the roll's drain Jobs tell apart: one roll's parameters from another's.
+    fn roll_key(&self) -> String {
+        format!("{}\0{:?}", self.installed_release, self.pin)
+    }
+
     /// The workloads to apply with these parameters, in roll order: one whose
-    /// pods would restart waits until every workload before it has settled.
+    /// pods would restart waits until every workload before it is done.
     /// Restarting them together loses work: a Cinder scheduler that restarts
     /// sets to `error` the volumes it had handed to a back end that was itself
-    /// restarting. Missing workloads are created at once; current ones are
-    /// applied as they are.
-    pub fn ordered_roll(&self, obs: &Observed) -> Vec<WorkloadAction> {
-        let mut actions = Vec::new();
-        let mut earlier_settled = true;
+    /// restarting. A workload whose host is drained restarts once its drain
+    /// Job is over, and is done once another Job gave its host back.
+    /// Missing workloads are created at once; current ones are applied as
+    /// they are.
+    pub fn ordered_roll(&self, obs: &Observed) -> Roll {
+        let mut roll = Roll::default();
+        let mut earlier_done = true;
         for workload in &obs.desired_workloads {
             let live = obs.workloads.get(&workload.name);
-            if earlier_settled || live.is_none_or(|l| self.current(obs, workload, l)) {
-                actions.push(self.apply(workload));
+            let current = live.is_some_and(|l| self.current(obs, workload, l));
+            match (&workload.drain, live) {
+                (Some(drain), Some(_)) if earlier_done && !current => {
+                    self.drain(obs, workload, drain, &mut roll)
+                }
+                _ if earlier_done || live.is_none() || current => {
+                    roll.workloads.push(self.apply(workload));
+                }
+                _ => {}
             }
-            earlier_settled &= self.settled(obs, workload);
+            earlier_done &= self.settled(obs, workload) && self.returned(obs, workload, &mut roll);
         }
-        actions
+        roll
     }
+
+    /// A workload about to restart: its drain's Job, and the restart once
+    /// that is over.
+    fn drain(&self, obs: &Observed, workload: &WorkloadId, drain: &HostDrain, roll: &mut Roll) {
+        match drain::before_restart(obs, workload, drain, &self.image, &self.roll_key()) {
+            Before::Draining { job, waits_for } => {
+                roll.jobs.push(job);
+                roll.waiting.get_or_insert(Verdict::no(
+                    reason::DRAINING,
+                    format!("draining {} before its restart: {waits_for}", workload.name),
+                ));
+            }
+            Before::Drained { job, event } => {
+                roll.jobs.push(job);
+                roll.events.push(event);
+                roll.workloads.push(self.apply(workload));
+            }
+        }
+    }
+
+    /// Whether a settled workload's host is back in service, asking for the
+    /// Job that gives it back if not.
+    fn returned(&self, obs: &Observed, workload: &WorkloadId, roll: &mut Roll) -> bool {
+        let Some(drain) = &workload.drain else {
+            return true;
+        };
+        match drain::after_restart(obs, workload, drain, &self.image) {
+            None => return true,
+            Some(After::Returning(job)) => {
+                roll.jobs.push(job);
+                roll.waiting.get_or_insert(Verdict::no(
+                    reason::ROLLOUT_IN_PROGRESS,
+                    format!("giving {} back to service after its restart", workload.name),
+                ));
+            }
+            Some(After::Failed { job, message }) => {
+                roll.jobs.push(job);
+                roll.waiting.get_or_insert(
+                    Verdict::no(
+                        reason::RETURN_TO_SERVICE_FAILED,
+                        format!(
+                            "{} stays out of service: the Job giving it back failed ({message}); \
+                             fix the cause, then delete the Job to retry",
+                            workload.name
+                        ),
+                    )
+                    .warn(),
+                );
+            }
+        }
+        false
+    }
+}
+
+/// What a roll asks for in one pass.
+#[derive(Debug, Default)]
+pub struct Roll {
+    pub workloads: Vec<WorkloadAction>,
+    /// Drain Jobs and the Jobs giving drained hosts back.
+    pub jobs: Vec<JobAction>,
+    /// How each drain that ended went.
+    pub events: Vec<Event>,
+    /// DeploymentsReady while a host is drained or given back.
+    pub waiting: Option<Verdict>,
 }
 
 /// Whether `live` was stopped for an offline step: no replica asked for

@@ -123,15 +123,21 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
         pin: None,
     };
     let mut workloads = Vec::new();
+    let mut events = Vec::new();
+    let mut host = None;
     if synced && registered {
-        workloads.extend(params.ordered_roll(obs));
+        let roll = params.ordered_roll(obs);
+        workloads.extend(roll.workloads);
+        jobs.extend(roll.jobs);
+        events.extend(roll.events);
+        host = roll.waiting;
     }
     workloads.extend(removed_workloads(obs));
 
     let pending: Vec<&str> = obs
         .desired_workloads
         .iter()
-        .filter(|w| !params.settled(obs, w))
+        .filter(|w| !params.done(obs, w))
         .map(|w| w.name.as_str())
         .collect();
     let deployments = if pending.is_empty() {
@@ -155,6 +161,8 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
                 pending.join(", ")
             ),
         )
+    } else if let Some(host) = host {
+        host
     } else {
         Verdict::no(
             reason::ROLLOUT_IN_PROGRESS,
@@ -179,7 +187,7 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
         rolling_workload: String::new(),
         database,
         deployments,
-        events: Vec::new(),
+        events,
         jobs,
         workloads,
         outcome,

@@ -10,8 +10,8 @@ use crate::observe::{Observed, ObservedJob};
 use crate::offline::{self, OfflineStep};
 use crate::profile::{JobRun, Offline, Phase, Pin, Profile, Step, job_runs};
 use crate::shared::{
-    Blocked, Draft, WorkloadParams, all_rolled_out, blocked, lockstep, parse_installed, parse_spec,
-    removed_workloads, secrets_present,
+    Blocked, Draft, Roll, WorkloadParams, all_rolled_out, blocked, lockstep, parse_installed,
+    parse_spec, removed_workloads, secrets_present,
 };
 use crate::vocabulary::{event, reason};
 
@@ -270,6 +270,10 @@ fn advance(
                 };
                 match look.state {
                     Chain::Failed { job, .. } if let Some(offline) = asks_offline(job) => {
+                        let others = keep_rolled(obs, rolled.as_ref(), &mut jobs, &mut events)
+                            .into_iter()
+                            .filter(|a| !stopped_by(a, obs, offline))
+                            .collect();
                         let step = offline::step(offline::Context {
                             obs,
                             phase,
@@ -280,10 +284,7 @@ fn advance(
                             image: &image_ref,
                             rolled: rolled.as_ref(),
                             online_jobs: jobs.clone(),
-                            others: keep_rolled(obs, rolled.as_ref())
-                                .into_iter()
-                                .filter(|a| !stopped_by(a, obs, offline))
-                                .collect(),
+                            others,
                         });
                         let OfflineStep::Pending {
                             database,
@@ -364,6 +365,7 @@ fn advance(
                             run.key(),
                             phase.name
                         );
+                        let kept = keep_rolled(obs, rolled.as_ref(), &mut jobs, &mut events);
                         return Draft {
                             installed_release: installed.to_string(),
                             target_release: target.to_string(),
@@ -373,7 +375,7 @@ fn advance(
                             deployments: deployments_verdict(obs),
                             events,
                             jobs,
-                            workloads: keep_rolled(obs, rolled.as_ref()),
+                            workloads: kept,
                             outcome: Outcome::Failed {
                                 reason: why.to_string(),
                                 message: text,
@@ -384,6 +386,7 @@ fn advance(
                     }
                     Chain::Waiting(run) => {
                         let group = run.group.map(|g| format!(" for {g}")).unwrap_or_default();
+                        let kept = keep_rolled(obs, rolled.as_ref(), &mut jobs, &mut events);
                         return Draft {
                             installed_release: installed.to_string(),
                             target_release: target.to_string(),
@@ -400,7 +403,7 @@ fn advance(
                             deployments: deployments_verdict(obs),
                             events,
                             jobs,
-                            workloads: keep_rolled(obs, rolled.as_ref()),
+                            workloads: kept,
                             outcome: Outcome::Waiting,
                         }
                         .finish(profile, obs)
@@ -414,7 +417,7 @@ fn advance(
                 let pending = obs
                     .desired_workloads
                     .iter()
-                    .position(|w| !params.settled(obs, w));
+                    .position(|w| !params.done(obs, w));
                 let Some(position) = pending else {
                     if let Some(reason) = phase.complete_event {
                         events.push(normal(
@@ -427,10 +430,15 @@ fn advance(
                     continue;
                 };
                 let workload = &obs.desired_workloads[position];
-                let mut workloads = params.ordered_roll(obs);
+                let roll = params.ordered_roll(obs);
+                let mut workloads = roll.workloads;
                 workloads.extend(removed_workloads(obs));
+                jobs.extend(roll.jobs);
+                events.extend(roll.events);
                 let stalled = obs.workloads.get(&workload.name).is_some_and(|w| w.stalled);
-                let deployments = if stalled {
+                let deployments = if let Some(host) = roll.waiting.filter(|_| !stalled) {
+                    host
+                } else if stalled {
                     Verdict::no(
                         reason::ROLLOUT_STALLED,
                         format!(
@@ -497,10 +505,19 @@ fn stopped_by(action: &WorkloadAction, obs: &Observed, offline: &Offline) -> boo
 
 /// Workloads rolled earlier in this upgrade keep their parameters; before the
 /// roll, workloads are left exactly as they are.
-fn keep_rolled(obs: &Observed, rolled: Option<&WorkloadParams>) -> Vec<WorkloadAction> {
-    let mut actions = rolled.map_or_else(Vec::new, |params| params.ordered_roll(obs));
-    actions.extend(removed_workloads(obs));
-    actions
+/// The Jobs and events of their drains join the pass's.
+fn keep_rolled(
+    obs: &Observed,
+    rolled: Option<&WorkloadParams>,
+    jobs: &mut Vec<JobAction>,
+    events: &mut Vec<Event>,
+) -> Vec<WorkloadAction> {
+    let roll = rolled.map_or_else(Roll::default, |params| params.ordered_roll(obs));
+    jobs.extend(roll.jobs);
+    events.extend(roll.events);
+    let mut workloads = roll.workloads;
+    workloads.extend(removed_workloads(obs));
+    workloads
 }
 
 /// What the reporting Jobs of `runs` said of their work (their pods'

@@ -43,6 +43,10 @@ pub mod reason {
     pub const WORKLOADS_READY: &str = "AllWorkloadsReady";
     pub const ROLLOUT_IN_PROGRESS: &str = "RolloutInProgress";
     pub const ROLLOUT_STALLED: &str = "RolloutStalled";
+    /// A host is taken out of service before its restart.
+    pub const DRAINING: &str = "Draining";
+    /// A drained host's return to service failed; the roll waits for it.
+    pub const RETURN_TO_SERVICE_FAILED: &str = "ReturnToServiceFailed";
     pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
     pub const WAITING_FOR_REGISTRATION: &str = "WaitingForRegistration";
     // Ready.
@@ -73,6 +77,11 @@ pub mod event {
     pub const STUCK_POD_REPLACED: &str = "StuckPodReplaced";
     /// The workloads an offline step stopped serve again: the outage's end.
     pub const OUTAGE_ENDED: &str = "OutageEnded";
+    /// A host was taken out of service before its restart: how long it took,
+    /// what was still in flight at the bound.
+    pub const HOST_DRAINED: &str = "HostDrained";
+    /// A host's drain Job failed; it restarts undrained.
+    pub const DRAIN_FAILED: &str = "DrainFailed";
     /// The operator cannot see the resource's children (their watch never
     /// listed, typically missing RBAC); emitted by the operator, not the machine.
     pub const CACHE_NOT_READY: &str = "CacheNotReady";

@@ -34,8 +34,8 @@ fn action() -> impl Strategy<Value = Action> {
         6 => Just(Action::Step),
         2 => (0u8..5).prop_map(Action::SetRelease),
         1 => (0u8..5).prop_map(Action::SetReleaseOnly),
-        1 => (0u8..6, 0u8..5).prop_map(|(j, s)| Action::Script(j, s)),
-        1 => (0u8..6).prop_map(Action::DeleteJob),
+        1 => (0u8..12, 0u8..5).prop_map(|(j, s)| Action::Script(j, s)),
+        1 => (0u8..12).prop_map(Action::DeleteJob),
         1 => (0u8..4).prop_map(Action::Hang),
         1 => Just(Action::Unhang),
         1 => Just(Action::PatchTag),
@@ -71,7 +71,43 @@ fn job_keys(w: &World) -> Vec<String> {
         all.push(registration::SUFFIX.to_string());
     }
     all.extend(w.profile.offline_job_runs().map(|run| run.key()));
+    for workload in w.obs.desired_workloads.iter().filter(|x| x.drain.is_some()) {
+        all.push(drain::drain_key(&workload.name));
+        all.push(drain::undrain_key(&workload.name));
+    }
     all
+}
+
+/// A workload whose host is drained restarts only once this roll's drain Job
+/// ended: the pass that restarts it names that Job, as it was observed.
+fn check_drains(before: &Observed, d: &Decision) -> Result<(), TestCaseError> {
+    for workload in before
+        .desired_workloads
+        .iter()
+        .filter(|x| x.drain.is_some())
+    {
+        if !restarts(before, d, workload) {
+            continue;
+        }
+        let key = drain::drain_key(&workload.name);
+        let drained = d.jobs.iter().any(|action| match action {
+            JobAction::Ensure {
+                suffix, spec_hash, ..
+            } if *suffix == key => before
+                .jobs
+                .get(&key)
+                .is_some_and(|j| j.spec_hash == *spec_hash && j.outcome != JobOutcome::Running),
+            _ => false,
+        });
+        prop_assert!(
+            drained,
+            "{} restarted before its drain ended: jobs {:?}, decided {:?}",
+            workload.name,
+            before.jobs.get(&key),
+            d.jobs
+        );
+    }
+    Ok(())
 }
 
 const OFFLINE_EXIT: i32 = 3;
@@ -398,6 +434,7 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                 let d = w.step();
                 check(&w.profile, &before, &d)?;
                 check_offline(&w.profile, &before, &d)?;
+                check_drains(&before, &d)?;
             }
             Action::SetRelease(c) => {
                 let r = release_choice(&w, c);
@@ -536,6 +573,25 @@ proptest! {
 
     /// With `spec.identity`: the registration Job among the others, failing,
     /// hanging, deleted, its password rotated, through installs and upgrades.
+    #[test]
+    /// Hosts drained before their restarts: drains and returns succeeding,
+    /// failing, hanging or deleted, through upgrades, aborts and config rolls.
+    #[test]
+    fn drained_host_invariants(actions in proptest::collection::vec(action(), 1..80)) {
+        let mut w = World::cinder("2026.1");
+        for workload in &mut w.obs.desired_workloads {
+            if workload.name == "c-volume-lvm" || workload.name == "c-backup" {
+                workload.drain = Some(HostDrain {
+                    drain: vec!["drain".into(), workload.name.clone()],
+                    undrain: vec!["undrain".into(), workload.name.clone()],
+                    waits_for: "its work".into(),
+                });
+            }
+        }
+        w.settle();
+        run(w, actions)?;
+    }
+
     #[test]
     fn registered_service_invariants(actions in proptest::collection::vec(action(), 1..60)) {
         let mut w = World::cinder("2026.1");

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use ratchet_api::common::{PodIdentity, SecretKeyRef, WorkloadSpec};
 use ratchet_phase_machine::hash::content_hash;
-use ratchet_phase_machine::{Replicas, WorkloadId};
+use ratchet_phase_machine::{HostDrain, Replicas, WorkloadId};
 
 /// Environment variables oslo.config maps onto options; they take precedence
 /// over configuration files, so Secrets never appear in a ConfigMap.
@@ -154,6 +154,9 @@ pub struct WorkloadModel {
     /// allowed (a Cinder back end that opted in: rootwrap, LVM) instead of
     /// restricted as the model's [`PodIdentity`].
     pub privileged: bool,
+    /// How its host is taken out of service before its pods restart and
+    /// given back after (docs/drain.md); `None`: restarted as it is.
+    pub drain: Option<HostDrain>,
 }
 
 impl WorkloadModel {
@@ -211,6 +214,7 @@ impl WorkloadModel {
             pre_stop_sleep_seconds: None,
             termination_grace_seconds: None,
             privileged: false,
+            drain: None,
         }
     }
 }
@@ -308,6 +312,7 @@ impl ServiceModel {
                         Replicas::Fixed(w.replicas)
                     }
                 },
+                drain: w.drain.clone(),
             })
             .collect()
     }

@@ -1,6 +1,6 @@
 //! Reads what a resource owns and turns it into the machine's [`Observed`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use kube::Api;
 use kube::api::ListParams;
 use ratchet_api::common::SecretKeyRef;
 use ratchet_phase_machine::{
-    JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout,
+    JobOutcome, Observed, ObservedJob, ObservedWorkload, Profile, Rollout, drain,
 };
 
 use super::cached::{
@@ -162,16 +162,18 @@ pub async fn observe<S: OpenStackService>(
     });
     let groups = model.job_group_names();
     let current_phase = object.status_view().phase;
+    let drains_to_report = drains_to_report(model, &jobs);
     let job_reads = jobs.iter().map(|(suffix, job)| {
         let mut observed = observed_job(job);
-        let details = needs_pod_details(
-            profile,
-            &groups,
-            suffix,
-            &observed,
-            reported_check_job.as_deref(),
-            &current_phase,
-        );
+        let details = drains_to_report.contains(suffix)
+            || needs_pod_details(
+                profile,
+                &groups,
+                suffix,
+                &observed,
+                reported_check_job.as_deref(),
+                &current_phase,
+            );
         async move {
             if details {
                 let (exit_code, message) =
@@ -252,6 +254,27 @@ fn observed_job(job: &CachedJob) -> ObservedJob {
 /// failed Job whose phase maps exit codes to reasons or may ask for its
 /// offline step, or the report of a succeeded Job that reports its work
 /// while its phase (`current_phase`) is the upgrade's.
+/// The drain Jobs whose pods' messages are still to be reported
+/// (`drain::report_due`).
+fn drains_to_report(
+    model: &ServiceModel,
+    jobs: &BTreeMap<String, Arc<CachedJob>>,
+) -> BTreeSet<String> {
+    model
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let drain = w.drain.as_ref()?;
+            let key = drain::drain_key(&w.name);
+            let drained = observed_job(jobs.get(&key)?);
+            let returned = jobs
+                .get(&drain::undrain_key(&w.name))
+                .map(|j| observed_job(j));
+            drain::report_due(drain, &drained, returned.as_ref()).then_some(key)
+        })
+        .collect()
+}
+
 fn needs_pod_details(
     profile: &Profile,
     groups: &[String],

@@ -79,6 +79,7 @@ impl World {
                         component: name.to_string(),
                         carries_installed_release: *carries,
                         replicas: Replicas::Fixed(1),
+                        drain: None,
                     })
                     .collect(),
                 reported_check_job: None,
@@ -367,6 +368,7 @@ impl World {
             component: name.to_string(),
             carries_installed_release: false,
             replicas: Replicas::PerNode,
+            drain: None,
         });
         self
     }

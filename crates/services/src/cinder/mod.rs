@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod conversion;
+pub mod drain;
 pub mod filters;
 pub mod model;
 pub mod paste;

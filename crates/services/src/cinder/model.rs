@@ -219,6 +219,7 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
             Role::Backup => spec.backup.privileged,
             Role::Api | Role::Scheduler => false,
         },
+        drain: super::drain::host_drain(cinder, name, role),
     }
 }
 
@@ -234,6 +235,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             (paste::FILE, paste::render(release)),
             (filters::FILE, filters::render(release)),
             readiness::script(),
+            (super::drain::SCRIPT.0, super::drain::SCRIPT.1.to_string()),
         ],
         scratch_dirs: Vec::new(),
         state_dir: STATE_DIR,
@@ -269,6 +271,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
                 // The project in the path, as clients of every release expect.
                 format!("http://{name}.{namespace}.svc:{API_PORT}/v3/%(project_id)s"),
             )
+            .with_roles(super::drain::USER_ROLES)
         }),
     }
 }

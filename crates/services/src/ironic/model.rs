@@ -75,6 +75,7 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 pre_stop_sleep_seconds: None,
                 termination_grace_seconds: None,
                 privileged: false,
+                drain: None,
             },
             WorkloadModel {
                 env: vec![config::api_hash_ring_reset_interval(spec)],

@@ -1,0 +1,165 @@
+//! Draining a host before its pods restart: a workload whose model says how
+//! (a [`HostDrain`]) is taken out of service by a Job before the roll replaces
+//! its pods, and given back by another Job once its successor is rolled out;
+//! the next workload waits for both. Work in flight on a host finishes before
+//! its process stops, and no new work is sent to it meanwhile (docs/drain.md).
+
+use crate::decision::{Event, EventType, JobAction};
+use crate::hash::job_spec_hash;
+use crate::observe::{JobOutcome, Observed, ObservedJob, WorkloadId};
+use crate::vocabulary::event;
+
+/// How a workload's host is taken out of service and given back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostDrain {
+    /// Takes the host out of service and waits, within a bound, until no
+    /// operation is in flight on it. Its pod's termination message says how
+    /// long that took and what was still in flight at the bound.
+    pub drain: Vec<String>,
+    /// Puts the host back in service (and recovers what is left of its
+    /// operations through the service's own mechanism).
+    pub undrain: Vec<String>,
+    /// What draining waits for, for the status (e.g. "cinder-volume host
+    /// c@a disabled, none of its volumes in a transitional state").
+    pub waits_for: String,
+}
+
+/// The Job key of a workload's drain.
+pub fn drain_key(workload: &str) -> String {
+    format!("drain-{workload}")
+}
+
+/// The Job key of a workload's return to service.
+pub fn undrain_key(workload: &str) -> String {
+    format!("undrain-{workload}")
+}
+
+/// Where a workload that is about to restart stands with its drain.
+pub enum Before<'a> {
+    /// Not drained yet: have this Job, and wait.
+    Draining { job: JobAction, waits_for: &'a str },
+    /// Drained (or its drain gave up): the restart may go ahead; the event
+    /// says how it went.
+    Drained { job: JobAction, event: Event },
+}
+
+/// The drain a restart of `workload` onto `roll` (the roll's parameters, as
+/// text) needs, and where it stands.
+pub fn before_restart<'a>(
+    obs: &Observed,
+    workload: &WorkloadId,
+    drain: &'a HostDrain,
+    image: &str,
+    roll: &str,
+) -> Before<'a> {
+    let hash = job_spec_hash(image, &drain.drain, &format!("{}\0{roll}", obs.config_hash));
+    let job = JobAction::Ensure {
+        suffix: drain_key(&workload.name),
+        group: None,
+        image: image.to_string(),
+        command: drain.drain.clone(),
+        spec_hash: hash.clone(),
+        backoff_limit: 2,
+        fail_fast_exit_codes: Vec::new(),
+    };
+    let current = obs
+        .jobs
+        .get(&drain_key(&workload.name))
+        .filter(|j| j.spec_hash == hash);
+    match current.map(|j| (j, &j.outcome)) {
+        Some((j, JobOutcome::Succeeded)) => Before::Drained {
+            job,
+            event: Event {
+                kind: EventType::Normal,
+                reason: event::HOST_DRAINED.into(),
+                message: format!("{}: {}", workload.name, said(j, "drained")),
+            },
+        },
+        Some((_, JobOutcome::Failed { message })) => Before::Drained {
+            job,
+            event: Event {
+                kind: EventType::Warning,
+                reason: event::DRAIN_FAILED.into(),
+                message: format!(
+                    "{}: its drain Job failed ({message}); restarting it undrained, \
+                     work in flight on it may be lost",
+                    workload.name
+                ),
+            },
+        },
+        Some((_, JobOutcome::Running)) | None => Before::Draining {
+            job,
+            waits_for: &drain.waits_for,
+        },
+    }
+}
+
+/// Where a workload that no longer waits to restart stands with giving its
+/// host back: `None` when nothing was drained or it was given back.
+pub enum After {
+    /// Have this Job (its successor runs) and wait for it.
+    Returning(JobAction),
+    /// Its Job failed: the host stays out of service until it succeeds.
+    Failed { job: JobAction, message: String },
+}
+
+/// Whether the host of `workload`, drained for some roll, must still be put
+/// back in service: every drain Job that exists (this roll's, an aborted
+/// roll's) is answered by a return whose hash names it, on `image`, what the
+/// workload runs now. Called once it runs what the pass asks for and has
+/// rolled out.
+pub fn after_restart(
+    obs: &Observed,
+    workload: &WorkloadId,
+    drain: &HostDrain,
+    image: &str,
+) -> Option<After> {
+    let drained = obs.jobs.get(&drain_key(&workload.name))?;
+    let hash = job_spec_hash("", &drain.undrain, &drained.spec_hash);
+    let job = JobAction::Ensure {
+        suffix: undrain_key(&workload.name),
+        group: None,
+        image: image.to_string(),
+        command: drain.undrain.clone(),
+        spec_hash: hash.clone(),
+        backoff_limit: 4,
+        fail_fast_exit_codes: Vec::new(),
+    };
+    match obs
+        .jobs
+        .get(&undrain_key(&workload.name))
+        .filter(|j| j.spec_hash == hash)
+        .map(|j| &j.outcome)
+    {
+        Some(JobOutcome::Succeeded) => None,
+        Some(JobOutcome::Failed { message }) => Some(After::Failed {
+            job,
+            message: message.clone(),
+        }),
+        Some(JobOutcome::Running) | None => Some(After::Returning(job)),
+    }
+}
+
+/// What a Job's pod said of its work, or `fallback`.
+fn said(job: &ObservedJob, fallback: &str) -> String {
+    job.termination_message
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .unwrap_or(fallback)
+        .to_string()
+}
+
+/// Whether what the pod of `workload`'s drain Job said is still to be
+/// reported: `drained` ended and `returned`, the
+/// workload's return to service, does not answer it yet (the controller
+/// reads pods only then).
+pub fn report_due(
+    drain: &HostDrain,
+    drained: &ObservedJob,
+    returned: Option<&ObservedJob>,
+) -> bool {
+    drained.outcome != JobOutcome::Running
+        && returned
+            .is_none_or(|r| r.spec_hash != job_spec_hash("", &drain.undrain, &drained.spec_hash))
+}

@@ -1,0 +1,194 @@
+//! Hosts drained before their restart (issue 40), on the pure machine: the
+//! drain Job runs before the workload's new template, the host is given back
+//! once its successor rolled out, the next workload waits for both, and an
+//! abort or a failed drain never leaves a host out of service.
+
+mod support;
+
+use ratchet_phase_machine::vocabulary::{condition, event, reason};
+use ratchet_phase_machine::*;
+use support::{Script, World, condition_of};
+
+const VOLUME: &str = "c-volume-lvm";
+
+fn drain() -> HostDrain {
+    HostDrain {
+        drain: vec!["drain".into(), VOLUME.into()],
+        undrain: vec!["undrain".into(), VOLUME.into()],
+        waits_for: "its operations to end".into(),
+    }
+}
+
+/// An installed Cinder world whose back end is drained before it restarts.
+fn installed() -> World {
+    let mut w = World::cinder("2026.1");
+    for workload in &mut w.obs.desired_workloads {
+        if workload.name == VOLUME {
+            workload.drain = Some(drain());
+        }
+    }
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.1");
+    w
+}
+
+/// What each step did, in order: `job <key>` when a Job was (re)created,
+/// `roll <workload>` when a workload's template changed.
+fn trace(w: &mut World, steps: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    for _ in 0..steps {
+        let before = w.obs.clone();
+        w.step();
+        for (key, job) in &w.obs.jobs {
+            if before.jobs.get(key).is_none_or(|j| j.uid != job.uid) {
+                seen.push(format!("job {key}"));
+            }
+        }
+        for (name, live) in &w.obs.workloads {
+            if before
+                .workloads
+                .get(name)
+                .is_none_or(|b| b.rollout.generation != live.rollout.generation)
+            {
+                seen.push(format!("roll {name}"));
+            }
+        }
+        if w.obs == before {
+            break;
+        }
+    }
+    seen
+}
+
+fn filtered<'a>(trace: &'a [String], names: &[&str]) -> Vec<&'a str> {
+    trace
+        .iter()
+        .map(String::as_str)
+        .filter(|t| names.iter().any(|n| t.ends_with(n)))
+        .collect()
+}
+
+#[test]
+fn a_drained_host_restarts_after_its_drain_and_the_next_waits_for_its_return() {
+    let mut w = installed();
+    w.scripts.insert(
+        format!("drain-{VOLUME}"),
+        Script::Succeed {
+            message: Some("drained in 3.2 s; nothing in flight".into()),
+        },
+    );
+    w.set_release("2026.2");
+    let seen = trace(&mut w, 80);
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    // Each roll (the ordered roll, then the second roll releasing the pins):
+    // drain, restart, return, and only then the backup service.
+    let order = filtered(&seen, &[VOLUME, "c-backup"]);
+    let one_roll = [
+        "job drain-c-volume-lvm",
+        "roll c-volume-lvm",
+        "job undrain-c-volume-lvm",
+        "roll c-backup",
+    ];
+    assert_eq!(order, [one_roll, one_roll].concat(), "{seen:#?}");
+    let drained: Vec<&Event> = w
+        .history
+        .iter()
+        .flat_map(|d| &d.events)
+        .filter(|e| e.reason == event::HOST_DRAINED)
+        .collect();
+    assert_eq!(drained.len(), 2, "one event per drained host and roll");
+    assert_eq!(
+        drained[0].message,
+        "c-volume-lvm: drained in 3.2 s; nothing in flight"
+    );
+    assert!(
+        condition_of(
+            w.history.last().expect("decided"),
+            condition::DEPLOYMENTS_READY
+        )
+        .status
+    );
+}
+
+#[test]
+fn a_drain_in_progress_holds_the_restart_and_says_what_it_waits_for() {
+    let mut w = installed();
+    w.scripts.insert(format!("drain-{VOLUME}"), Script::Hang);
+    w.set_release("2026.2");
+    let d = w.settle().clone();
+    assert_eq!(d.status.phase, "RollingUpdate");
+    assert_eq!(d.status.rolling_workload, VOLUME);
+    assert_eq!(
+        w.obs.workloads[VOLUME].image, "cinder:2026.1",
+        "not restarted while draining"
+    );
+    let deployments = condition_of(&d, condition::DEPLOYMENTS_READY);
+    assert_eq!(deployments.reason, reason::DRAINING);
+    assert_eq!(
+        deployments.message,
+        "draining c-volume-lvm before its restart: its operations to end"
+    );
+}
+
+#[test]
+fn a_failed_drain_warns_restarts_and_still_gives_the_host_back() {
+    let mut w = installed();
+    w.scripts
+        .insert(format!("drain-{VOLUME}"), Script::Fail { exit_code: 1 });
+    w.set_release("2026.2");
+    let seen = trace(&mut w, 80);
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    assert!(seen.iter().any(|s| s == "job undrain-c-volume-lvm"));
+    assert!(
+        w.event_kinds(event::DRAIN_FAILED)
+            .contains(&EventType::Warning)
+    );
+}
+
+#[test]
+fn a_failed_return_holds_the_next_workload_with_a_warning() {
+    let mut w = installed();
+    w.scripts
+        .insert(format!("undrain-{VOLUME}"), Script::Fail { exit_code: 1 });
+    w.set_release("2026.2");
+    let d = w.settle().clone();
+    assert_eq!(d.status.phase, "RollingUpdate");
+    assert_eq!(
+        w.obs.workloads["c-backup"].image, "cinder:2026.1",
+        "the next workload waits"
+    );
+    let deployments = condition_of(&d, condition::DEPLOYMENTS_READY);
+    assert_eq!(deployments.reason, reason::RETURN_TO_SERVICE_FAILED);
+    assert_eq!(
+        w.event_kinds(reason::RETURN_TO_SERVICE_FAILED),
+        [EventType::Warning]
+    );
+}
+
+#[test]
+fn an_abort_during_a_drain_gives_the_host_back() {
+    let mut w = installed();
+    w.scripts.insert(format!("drain-{VOLUME}"), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    assert_eq!(
+        w.history.last().map(|d| d.status.rolling_workload.as_str()),
+        Some(VOLUME)
+    );
+    w.set_release("2026.1");
+    let seen = trace(&mut w, 40);
+    assert!(w.events().iter().any(|e| e == "UpgradeAborted"));
+    assert_eq!(w.obs.status.installed_release, "2026.1");
+    assert_eq!(w.obs.workloads[VOLUME].image, "cinder:2026.1");
+    assert!(
+        seen.iter().any(|s| s == "job undrain-c-volume-lvm"),
+        "the host the interrupted drain took out is given back: {seen:?}"
+    );
+    assert!(
+        condition_of(
+            w.history.last().expect("decided"),
+            condition::DEPLOYMENTS_READY
+        )
+        .status
+    );
+}

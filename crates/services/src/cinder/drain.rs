@@ -1,0 +1,71 @@
+//! How a Cinder volume back end is drained before its restart: disabled
+//! through Cinder's API, so the scheduler sends it no new volume, and waited
+//! on until none of its volumes, snapshots or backups is in a transitional
+//! state (`drain.py`, shipped in the ConfigMap); enabled again once its
+//! successor rolled out (docs/drain.md).
+
+use ratchet_phase_machine::HostDrain;
+
+use super::model::{API_PORT, CONFIG_DIR, Role, volume_names};
+use super::v1beta1::Cinder;
+
+/// The script the drain Jobs run, beside the configuration.
+pub const SCRIPT: (&str, &str) = ("ratchet-cinder-drain.py", include_str!("drain.py"));
+
+/// The roles Cinder's user holds in the service project: `service`, and
+/// `admin`, which disabling and enabling a service takes (Cinder's
+/// `volume_extension:services:update` is `rule:admin_api`). Deployment tools
+/// grant service users `admin` there too.
+pub const USER_ROLES: &[&str] = &["service", "admin"];
+
+/// How long a drain waits for the host's operations before the restart goes
+/// ahead anyway (the event then names what was still in flight): longer
+/// than any create, delete or snapshot of the fake and file drivers, shorter
+/// than a roll's progress deadline.
+pub const BOUND_SECONDS: u32 = 120;
+
+/// The drain of `role`'s host, for a volume back end. It is disabled only
+/// when another back end can take new volumes meanwhile: a lone back end
+/// disabled would fail every create (no valid host); it is then only waited
+/// on. The backup service is not drained: disabling the only one fails every
+/// backup request (docs/drain.md).
+pub fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain> {
+    let Role::Volume(_) = role else {
+        return None;
+    };
+    let host = role.service_host(name)?;
+    let namespace = cinder.metadata.namespace.as_deref().unwrap_or_default();
+    let api = format!("http://{name}.{namespace}.svc:{API_PORT}");
+    let disable = volume_names(cinder).len() > 1;
+    let command = |action: &str| -> Vec<String> {
+        [
+            "python3",
+            &format!("{CONFIG_DIR}/{}", SCRIPT.0),
+            action,
+            "--api",
+            &api,
+            "--binary",
+            role.binary(),
+            "--host",
+            &host,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let mut drain = command("drain");
+    drain.extend(["--bound".to_string(), BOUND_SECONDS.to_string()]);
+    if disable {
+        drain.push("--disable".into());
+    }
+    Some(HostDrain {
+        drain,
+        undrain: command("undrain"),
+        waits_for: format!(
+            "{} {host} {}until none of its volumes, snapshots or backups is in a transitional \
+             state (at most {BOUND_SECONDS} s)",
+            role.binary(),
+            if disable { "disabled, " } else { "" },
+        ),
+    })
+}
