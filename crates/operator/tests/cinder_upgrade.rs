@@ -306,7 +306,7 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
         ensure!(
             drain.contains(&format!("drain --api http://c.{}.svc:8776", h.name()))
                 && drain.contains(&format!("--host {workload}@{backend}"))
-                && drain.ends_with("--disable"),
+                && drain.ends_with("--quiet 3 --disable"),
             "{drain}"
         );
         let returned = jobs.get(&format!("c-undrain-{workload}")).await?;

@@ -167,6 +167,28 @@ async fn a_real_keystone_upgrades_under_load_with_no_failed_request_and_every_to
         "volumes lost: {:?}; unexplained by a lost cast: {unexplained:?}",
         volumes.made().lost
     );
+    // Each back end was disabled through the API as Cinder's service user
+    // (admin in the service project) before its restart; no drain failed.
+    let drains: Vec<(String, String)> = h
+        .events_for(CINDER)
+        .await?
+        .into_iter()
+        .filter_map(|e| Some((e.reason?, e.note.unwrap_or_default())))
+        .filter(|(reason, _)| reason == "HostDrained" || reason == "DrainFailed")
+        .collect();
+    for backend in ["files-a", "files-b"] {
+        let disabled = format!(
+            "cinder-volume-{backend}: cinder-volume cinder-volume-{backend}@{backend} disabled, drained in "
+        );
+        ensure!(
+            drains.iter().any(|(_, note)| note.starts_with(&disabled)),
+            "{backend} drained as Cinder's service user: {drains:#?}"
+        );
+    }
+    ensure!(
+        drains.iter().all(|(reason, _)| reason == "HostDrained"),
+        "a drain failed: {drains:#?}"
+    );
     eprintln!(
         "FIGURES glance (authenticated) requests={} failed={} keystone's upgrade: {} glance's upgrade: {} images uploaded={}",
         glance_tally.requests(),

@@ -26,7 +26,10 @@ fn ready(
     if database.status && deployments.status {
         Verdict::yes(reason::READY, "database and workloads are ready")
     } else if database.status
-        && deployments.reason == reason::ROLLOUT_IN_PROGRESS
+        && matches!(
+            deployments.reason,
+            reason::ROLLOUT_IN_PROGRESS | reason::DRAINING
+        )
         && serving
         && was_up
     {

@@ -192,3 +192,21 @@ fn an_abort_during_a_drain_gives_the_host_back() {
         .status
     );
 }
+
+#[test]
+fn a_drain_in_the_second_roll_keeps_the_service_ready() {
+    let mut w = installed();
+    w.set_release("2026.2");
+    w.run_until(80, |d| d.status.phase == "Contracting");
+    w.scripts.insert(format!("drain-{VOLUME}"), Script::Hang);
+    let d = w.settle().clone();
+    assert_eq!(d.status.installed_release, "2026.2");
+    let deployments = condition_of(&d, condition::DEPLOYMENTS_READY);
+    assert_eq!(deployments.reason, reason::DRAINING);
+    let ready = condition_of(&d, condition::READY);
+    assert!(
+        ready.status,
+        "a drained host still serves: {}",
+        ready.message
+    );
+}

@@ -5,7 +5,7 @@
 use super::peers::Peers;
 use std::fmt::Write;
 
-use ratchet_phase_machine::{Pin, SpecView, Step, job_runs};
+use ratchet_phase_machine::{Pin, SpecView, Step, WorkloadId, drain, job_runs};
 use ratchet_release::{ImageLayout, ImageRef, ImageRelease, Release};
 use serde_json::{Value, json};
 
@@ -146,6 +146,7 @@ pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
                     phase.name,
                     roll_order.join(" → ")
                 ));
+                steps.extend(drains(&name, &workloads));
             }
         }
     }
@@ -170,6 +171,24 @@ pub fn plan<S: OpenStackService>(object: &S, target: &str) -> Plan {
         abort_window: abort_window(&profile, installed),
         patch,
     }
+}
+
+/// How each drained workload's host is taken out of service before each of
+/// its restarts, and given back after (docs/drain.md).
+fn drains(name: &str, workloads: &[WorkloadId]) -> Vec<String> {
+    workloads
+        .iter()
+        .filter_map(|w| {
+            let drain = w.drain.as_ref()?;
+            Some(format!(
+                "before each restart of {}, Job {name}-{} drains it ({}); Job {name}-{} gives it back once it rolled out",
+                w.name,
+                drain::drain_key(&w.name),
+                drain.waits_for,
+                drain::undrain_key(&w.name),
+            ))
+        })
+        .collect()
 }
 
 /// When reverting aborts cleanly, with care, or not at all, from the profile.

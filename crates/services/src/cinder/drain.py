@@ -3,12 +3,13 @@ after (docs/drain.md). Shipped in the ConfigMap; run as a Job on the service's
 image, so it uses only what every Cinder image has (the standard library,
 SQLAlchemy with the database driver, keystoneauth1).
 
-  drain --api URL --binary B --host H --bound SECONDS [--disable]
+  drain --api URL --binary B --host H --bound SECONDS --quiet SECONDS [--disable]
       With --disable, disables the service through Cinder's API
       (os-services/disable-log-reason, the reason naming Ratchet): the
       scheduler sends it no new volume. Then waits until none of the host's
-      volumes, snapshots or backups is in a transitional state for QUIET
-      seconds in a row, or until SECONDS passed. Exit 0 either way: the
+      volumes, snapshots or backups is in a transitional state for --quiet
+      seconds in a row (a scheduling decision taken before the disable
+      lands within them), or until --bound seconds passed. Exit 0 either way: the
       termination message says how long it took and, at the bound, what was
       still in flight.
   undrain --api URL --binary B --host H
@@ -36,9 +37,6 @@ import urllib.request
 CONFIG_DIR = "/etc/cinder/cinder.conf.d"
 TERMINATION_LOG = "/dev/termination-log"
 REASON = "Ratchet: drained for a restart"
-# In-flight scheduling decisions land within this; a host quiet this long has
-# nothing on its way either.
-QUIET = 3.0
 POLL = 0.5
 
 VOLUME_STATES = (
@@ -168,7 +166,7 @@ def drain(args):
             quiet_since = None
         elif quiet_since is None:
             quiet_since = now
-        if quiet_since is not None and now - quiet_since >= QUIET:
+        if quiet_since is not None and now - quiet_since >= args.quiet:
             outcome = "nothing in flight"
             break
         if now - started >= args.bound:
@@ -210,6 +208,7 @@ def main():
     parser.add_argument("--binary", required=True, choices=["cinder-volume", "cinder-backup"])
     parser.add_argument("--host", required=True)
     parser.add_argument("--bound", type=int, default=120)
+    parser.add_argument("--quiet", type=float, default=3.0)
     parser.add_argument("--disable", action="store_true")
     args = parser.parse_args()
     summary = drain(args) if args.action == "drain" else undrain(args)

@@ -12,6 +12,10 @@ use super::v1beta1::Cinder;
 /// The script the drain Jobs run, beside the configuration.
 pub const SCRIPT: (&str, &str) = ("ratchet-cinder-drain.py", include_str!("drain.py"));
 
+/// How long the host must have nothing in flight: a scheduling decision taken
+/// just before the disable lands within it.
+pub const QUIET_SECONDS: u32 = 3;
+
 /// The roles Cinder's user holds in the service project: `service`, and
 /// `admin`, which disabling and enabling a service takes (Cinder's
 /// `volume_extension:services:update` is `rule:admin_api`). Deployment tools
@@ -54,18 +58,30 @@ pub fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain>
         .collect()
     };
     let mut drain = command("drain");
-    drain.extend(["--bound".to_string(), BOUND_SECONDS.to_string()]);
+    drain.extend([
+        "--bound".to_string(),
+        BOUND_SECONDS.to_string(),
+        "--quiet".to_string(),
+        QUIET_SECONDS.to_string(),
+    ]);
     if disable {
         drain.push("--disable".into());
     }
     Some(HostDrain {
         drain,
         undrain: command("undrain"),
-        waits_for: format!(
-            "{} {host} {}until none of its volumes, snapshots or backups is in a transitional \
-             state (at most {BOUND_SECONDS} s)",
-            role.binary(),
-            if disable { "disabled, " } else { "" },
-        ),
+        waits_for: if disable {
+            format!(
+                "{} {host} disabled; none of its volumes, snapshots or backups in a \
+                 transitional state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)",
+                role.binary()
+            )
+        } else {
+            format!(
+                "none of the volumes, snapshots or backups of {} {host} in a transitional \
+                 state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)",
+                role.binary()
+            )
+        },
     })
 }

@@ -586,7 +586,7 @@ mod tests {
     }
 
     #[test]
-    fn workers_are_stateful_sets_under_their_own_names_and_only_the_api_drains() {
+    fn workers_are_stateful_sets_under_their_own_names_and_only_the_api_leaves_endpoints() {
         let model = model(
             &cinder(json!({ "backup": { "posixVolumeClaim": "backups" } })),
             "c",
@@ -648,9 +648,58 @@ mod tests {
             [
                 "api-paste.ini",
                 "cinder.conf",
+                "ratchet-cinder-drain.py",
                 "ratchet-readiness.py",
                 "resource_filters.json"
             ]
+        );
+    }
+
+    /// Each back end is drained before its restart, on its own host: disabled
+    /// while another back end takes new volumes, only waited on when alone.
+    #[test]
+    fn volume_back_ends_are_drained_and_disabled_only_beside_another() {
+        let script = "/etc/cinder/cinder.conf.d/ratchet-cinder-drain.py";
+        let drains = |model: &ServiceModel| -> Vec<(String, String, String)> {
+            model
+                .workloads
+                .iter()
+                .filter_map(|w| {
+                    let d = w.drain.as_ref()?;
+                    Some((w.name.clone(), d.drain.join(" "), d.undrain.join(" ")))
+                })
+                .collect()
+        };
+        let two = model(&cinder(json!({})), "c");
+        let host = |backend: &str| {
+            format!(
+                "--api http://c.ns.svc:8776 --binary cinder-volume --host c-volume-{backend}@{backend}"
+            )
+        };
+        assert_eq!(
+            drains(&two),
+            ["lvm", "nfs"].map(|b| (
+                format!("c-volume-{b}"),
+                format!(
+                    "python3 {script} drain {} --bound 120 --quiet 3 --disable",
+                    host(b)
+                ),
+                format!("python3 {script} undrain {}", host(b)),
+            ))
+        );
+        let one = model(
+            &cinder(json!({ "volumeBackends": [{ "name": "nfs" }] })),
+            "c",
+        );
+        assert_eq!(
+            drains(&one)
+                .into_iter()
+                .map(|(_, d, _)| d)
+                .collect::<Vec<_>>(),
+            [format!(
+                "python3 {script} drain {} --bound 120 --quiet 3",
+                host("nfs")
+            )]
         );
     }
 }

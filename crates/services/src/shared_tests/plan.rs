@@ -60,6 +60,15 @@ fn plans_a_sequential_step_in_order() {
         "{text}"
     );
     assert!(
+        text.contains(
+            "before each restart of c-volume-lvm, Job c-drain-c-volume-lvm drains it (none of the \
+             volumes, snapshots or backups of cinder-volume c-volume-lvm@lvm in a transitional \
+             state for 3 s (at most 120 s)); Job c-undrain-c-volume-lvm gives it back once it \
+             rolled out"
+        ),
+        "{text}"
+    );
+    assert!(
         text.contains("second roll (releases the RPC pins): c-scheduler, c-volume-lvm, c-backup\n"),
         "{text}"
     );
