@@ -157,7 +157,7 @@ async fn run_all<R: Registry>(
     /// pass can read its peers from the stores.
     struct Reflect<'a> {
         ctx: &'a Context,
-        sources: service::peers::Sources,
+        sources: service::peer_directory::Sources,
         listed: Vec<(&'static str, BoxFuture<'static, ()>)>,
         reflected: HashMap<&'static str, Box<dyn Any + Send>>,
     }

@@ -6,23 +6,8 @@
 
 use crate::decision::{Event, EventType, JobAction};
 use crate::hash::job_spec_hash;
-use crate::observe::{JobOutcome, Observed, ObservedJob, WorkloadId};
+use crate::observe::{HostDrain, JobOutcome, Observed, ObservedJob, WorkloadId};
 use crate::vocabulary::event;
-
-/// How a workload's host is taken out of service and given back.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostDrain {
-    /// Takes the host out of service and waits, within a bound, until no
-    /// operation is in flight on it. Its pod's termination message says how
-    /// long that took and what was still in flight at the bound.
-    pub drain: Vec<String>,
-    /// Puts the host back in service (and recovers what is left of its
-    /// operations through the service's own mechanism).
-    pub undrain: Vec<String>,
-    /// What draining waits for, for the status (e.g. "cinder-volume host
-    /// c@a disabled, none of its volumes in a transitional state").
-    pub waits_for: String,
-}
 
 /// The Job key of a workload's drain.
 pub fn drain_key(workload: &str) -> String {

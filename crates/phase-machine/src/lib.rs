@@ -20,10 +20,9 @@ pub mod vocabulary;
 pub use decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
-pub use drain::HostDrain;
 pub use observe::{
-    ConditionState, JobOutcome, Observed, ObservedJob, ObservedRegistration, ObservedWorkload,
-    Replicas, Rollout, SpecView, StatusView, WorkloadId,
+    ConditionState, HostDrain, JobOutcome, Observed, ObservedJob, ObservedRegistration,
+    ObservedWorkload, Replicas, Rollout, SpecView, StatusView, WorkloadId,
 };
 pub use profile::{
     ExitReason, JobRun, JobTemplate, Offline, Phase, Pin, Profile, SchemaPending, Step,

@@ -2,8 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::drain::HostDrain;
-
 pub use crate::registration::ObservedRegistration;
 
 /// Status of a condition as stored on the resource.
@@ -137,6 +135,22 @@ pub struct WorkloadId {
     pub replicas: Replicas,
     /// How its host is drained before its pods restart, if it is.
     pub drain: Option<HostDrain>,
+}
+
+/// How a workload's host is taken out of service before its pods restart
+/// and given back after (`crate::drain` runs it in the roll).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostDrain {
+    /// Takes the host out of service and waits, within a bound, until no
+    /// operation is in flight on it. Its pod's termination message says how
+    /// long that took and what was still in flight at the bound.
+    pub drain: Vec<String>,
+    /// Puts the host back in service (and recovers what is left of its
+    /// operations through the service's own mechanism).
+    pub undrain: Vec<String>,
+    /// What draining waits for, for the status (e.g. "cinder-volume host
+    /// c@a disabled, none of its volumes in a transitional state").
+    pub waits_for: String,
 }
 
 /// How many pods a workload runs.

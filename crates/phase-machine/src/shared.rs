@@ -6,8 +6,8 @@ use crate::conditions::{Verdict, standard};
 use crate::decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
-use crate::drain::{self, After, Before, HostDrain};
-use crate::observe::{JobOutcome, Observed, ObservedWorkload, WorkloadId};
+use crate::drain::{self, After, Before};
+use crate::observe::{HostDrain, JobOutcome, Observed, ObservedWorkload, WorkloadId};
 use crate::profile::Profile;
 use crate::vocabulary::{condition, event, reason};
 

@@ -41,7 +41,7 @@ use super::cached::{
     CachedStatefulSet, Detail,
 };
 use super::model::ServiceModel;
-use super::peers::{self, Directory};
+use super::peer_directory::{self, Directory};
 use super::referrers::{self, Referrer, Referrers};
 use super::render::Owner;
 use crate::context::Context;
@@ -321,7 +321,7 @@ impl Caches {
     pub fn start(
         ctx: &Context,
         services: &[&'static str],
-        resources: peers::Sources,
+        resources: peer_directory::Sources,
         resources_listed: Vec<(&'static str, BoxFuture<'static, ()>)>,
     ) -> (Caches, Routed) {
         let (mut jobs, mut deployments, mut stateful_sets, mut daemon_sets) =

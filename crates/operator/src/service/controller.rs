@@ -13,7 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::caches::{Caches, Reflected, Triggers};
 use super::contract::OpenStackService;
-use super::peers::Directory;
+use super::peer_directory::Directory;
 use super::reconcile;
 use crate::context::Context;
 use crate::error::Error;

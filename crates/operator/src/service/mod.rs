@@ -18,6 +18,7 @@ pub mod model;
 mod observe;
 mod own_writes;
 mod ownership;
+pub mod peer_directory;
 pub mod peers;
 pub mod plan;
 pub mod readiness;

@@ -6,8 +6,7 @@
 
 use ratchet_phase_machine::HostDrain;
 
-use super::model::{API_PORT, CONFIG_DIR, Role, volume_names};
-use super::v1beta1::Cinder;
+use super::profile::CONFIG_DIR;
 
 /// The script the drain Jobs run, beside the configuration.
 pub const SCRIPT: (&str, &str) = ("ratchet-cinder-drain.py", include_str!("drain.py"));
@@ -17,7 +16,7 @@ pub const SCRIPT: (&str, &str) = ("ratchet-cinder-drain.py", include_str!("drain
 pub const QUIET_SECONDS: u32 = 3;
 
 /// The roles Cinder's user holds in the service project: `service`, and
-/// `admin`, which disabling and enabling a service takes (Cinder's
+/// `admin`, which disabling a service through the API takes (Cinder's
 /// `volume_extension:services:update` is `rule:admin_api`). Deployment tools
 /// grant service users `admin` there too.
 pub const USER_ROLES: &[&str] = &["service", "admin"];
@@ -28,30 +27,22 @@ pub const USER_ROLES: &[&str] = &["service", "admin"];
 /// than a roll's progress deadline.
 pub const BOUND_SECONDS: u32 = 120;
 
-/// The drain of `role`'s host, for a volume back end. It is disabled only
-/// when another back end can take new volumes meanwhile: a lone back end
-/// disabled would fail every create (no valid host); it is then only waited
-/// on. The backup service is not drained: disabling the only one fails every
-/// backup request (docs/drain.md).
-pub fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain> {
-    let Role::Volume(_) = role else {
-        return None;
-    };
-    let host = role.service_host(name)?;
-    let namespace = cinder.metadata.namespace.as_deref().unwrap_or_default();
-    let api = format!("http://{name}.{namespace}.svc:{API_PORT}");
-    let disable = volume_names(cinder).len() > 1;
+/// The drain of the volume service `binary` on `host`, whose Cinder's API is
+/// `api`; `disable`: whether it is disabled first, which it is only when
+/// another back end can take new volumes meanwhile (a lone back end disabled
+/// would fail every create with no valid host; it is then only waited on).
+pub fn host_drain(binary: &str, host: &str, api: &str, disable: bool) -> HostDrain {
     let command = |action: &str| -> Vec<String> {
         [
             "python3",
             &format!("{CONFIG_DIR}/{}", SCRIPT.0),
             action,
             "--api",
-            &api,
+            api,
             "--binary",
-            role.binary(),
+            binary,
             "--host",
-            &host,
+            host,
         ]
         .iter()
         .map(|s| s.to_string())
@@ -67,21 +58,19 @@ pub fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain>
     if disable {
         drain.push("--disable".into());
     }
-    Some(HostDrain {
+    HostDrain {
         drain,
         undrain: command("undrain"),
         waits_for: if disable {
             format!(
-                "{} {host} disabled; none of its volumes, snapshots or backups in a \
-                 transitional state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)",
-                role.binary()
+                "{binary} {host} disabled; none of its volumes, snapshots or backups in a \
+                 transitional state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)"
             )
         } else {
             format!(
-                "none of the volumes, snapshots or backups of {} {host} in a transitional \
-                 state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)",
-                role.binary()
+                "none of the volumes, snapshots or backups of {binary} {host} in a transitional \
+                 state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)"
             )
         },
-    })
+    }
 }

@@ -3,10 +3,11 @@
 
 use crate::cinder::v1beta1::{Cinder, VolumeBackend};
 use ratchet_api::common::PodSecurity;
+use ratchet_phase_machine::HostDrain;
 
 pub use crate::cinder::profile::{CONFIG_DIR, SERVICE, profile};
 
-use super::{config, filters, paste};
+use super::{config, drain, filters, paste};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
     API_DRAIN_SECONDS, OSLO_SHUTDOWN_GRACE_SECONDS, PinStrategy, ServiceModel, WorkloadKind,
@@ -219,8 +220,24 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
             Role::Backup => spec.backup.privileged,
             Role::Api | Role::Scheduler => false,
         },
-        drain: super::drain::host_drain(cinder, name, role),
+        drain: host_drain(cinder, name, role),
     }
+}
+
+/// A volume back end is drained before its restarts (docs/drain.md),
+/// disabled only beside another back end. The backup service is not: the
+/// only one disabled would fail every backup request.
+fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain> {
+    let Role::Volume(_) = role else {
+        return None;
+    };
+    let namespace = cinder.metadata.namespace.as_deref().unwrap_or_default();
+    Some(drain::host_drain(
+        role.binary(),
+        &role.service_host(name)?,
+        &format!("http://{name}.{namespace}.svc:{API_PORT}"),
+        volume_names(cinder).len() > 1,
+    ))
 }
 
 pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
@@ -235,7 +252,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
             (paste::FILE, paste::render(release)),
             (filters::FILE, filters::render(release)),
             readiness::script(),
-            (super::drain::SCRIPT.0, super::drain::SCRIPT.1.to_string()),
+            (drain::SCRIPT.0, drain::SCRIPT.1.to_string()),
         ],
         scratch_dirs: Vec::new(),
         state_dir: STATE_DIR,
@@ -271,7 +288,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
                 // The project in the path, as clients of every release expect.
                 format!("http://{name}.{namespace}.svc:{API_PORT}/v3/%(project_id)s"),
             )
-            .with_roles(super::drain::USER_ROLES)
+            .with_roles(drain::USER_ROLES)
         }),
     }
 }

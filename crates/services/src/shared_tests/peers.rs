@@ -1,10 +1,11 @@
-//! Which watch events of a peer wake its readers (`peers::Tap`), and what a
-//! reader is given (`peers::Directory`'s view): creation, deletion and a
+//! Which watch events of a peer wake its readers (`peer_directory::Tap`), and what a
+//! reader is given (`peer_directory::Directory`'s view): creation, deletion and a
 //! changed identity do; a status update does not.
 
 use kube::runtime::watcher::Event;
 use ratchet_operator::service::OpenStackService;
-use ratchet_operator::service::peers::{Peer, Peers, Tap};
+use ratchet_operator::service::peer_directory::Tap;
+use ratchet_operator::service::peers::{Peer, Peers};
 
 use crate::nova::v1alpha1::Nova;
 
