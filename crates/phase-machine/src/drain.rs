@@ -38,15 +38,7 @@ pub fn before_restart<'a>(
     roll: &str,
 ) -> Before<'a> {
     let hash = job_spec_hash(image, &drain.drain, &format!("{}\0{roll}", obs.config_hash));
-    let job = JobAction::Ensure {
-        suffix: drain_key(&workload.name),
-        group: None,
-        image: image.to_string(),
-        command: drain.drain.clone(),
-        spec_hash: hash.clone(),
-        backoff_limit: 2,
-        fail_fast_exit_codes: Vec::new(),
-    };
+    let job = ensure(drain_key(&workload.name), image, &drain.drain, &hash, 2);
     let current = obs
         .jobs
         .get(&drain_key(&workload.name))
@@ -57,7 +49,7 @@ pub fn before_restart<'a>(
             event: Event {
                 kind: EventType::Normal,
                 reason: event::HOST_DRAINED.into(),
-                message: format!("{}: {}", workload.name, said(j, "drained")),
+                message: format!("{}: {}", workload.name, j.said().unwrap_or("drained")),
             },
         },
         Some((_, JobOutcome::Failed { message })) => Before::Drained {
@@ -101,15 +93,7 @@ pub fn after_restart(
 ) -> Option<After> {
     let drained = obs.jobs.get(&drain_key(&workload.name))?;
     let hash = job_spec_hash("", &drain.undrain, &drained.spec_hash);
-    let job = JobAction::Ensure {
-        suffix: undrain_key(&workload.name),
-        group: None,
-        image: image.to_string(),
-        command: drain.undrain.clone(),
-        spec_hash: hash.clone(),
-        backoff_limit: 4,
-        fail_fast_exit_codes: Vec::new(),
-    };
+    let job = ensure(undrain_key(&workload.name), image, &drain.undrain, &hash, 4);
     match obs
         .jobs
         .get(&undrain_key(&workload.name))
@@ -125,14 +109,23 @@ pub fn after_restart(
     }
 }
 
-/// What a Job's pod said of its work, or `fallback`.
-fn said(job: &ObservedJob, fallback: &str) -> String {
-    job.termination_message
-        .as_deref()
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .unwrap_or(fallback)
-        .to_string()
+/// The drain's or return's Job: once, in no group, retried on any failure.
+fn ensure(
+    key: String,
+    image: &str,
+    command: &[String],
+    hash: &str,
+    backoff_limit: i32,
+) -> JobAction {
+    JobAction::Ensure {
+        suffix: key,
+        group: None,
+        image: image.to_string(),
+        command: command.to_vec(),
+        spec_hash: hash.to_string(),
+        backoff_limit,
+        fail_fast_exit_codes: Vec::new(),
+    }
 }
 
 /// Whether what the pod of `workload`'s drain Job said is still to be

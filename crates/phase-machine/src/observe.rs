@@ -80,6 +80,16 @@ pub struct ObservedJob {
     pub failed_seconds_ago: Option<u64>,
 }
 
+impl ObservedJob {
+    /// What its pod said of its work (its termination message), if anything.
+    pub fn said(&self) -> Option<&str> {
+        self.termination_message
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+    }
+}
+
 /// Rollout counters of a Deployment (or StatefulSet); `desired` is its
 /// `spec.replicas`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -69,14 +69,7 @@ fn job_verdict(summary: &str, job: Option<&ObservedJob>) -> Verdict {
             format!("registering {summary} in Keystone"),
         );
     };
-    let said = |fallback: &str| {
-        job.termination_message
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .unwrap_or(fallback)
-            .to_string()
-    };
+    let said = |fallback: &str| job.said().unwrap_or(fallback).to_string();
     match (&job.outcome, job.exit_code) {
         (JobOutcome::Succeeded, _) => Verdict::yes(
             reason::REGISTERED,

@@ -353,10 +353,7 @@ fn advance(
                         };
                         // What the pod itself said (e.g. the failed checks' names).
                         let said = job
-                            .termination_message
-                            .as_deref()
-                            .map(str::trim)
-                            .filter(|m| !m.is_empty())
+                            .said()
                             .map(|m| format!("; its pod said: {m}"))
                             .unwrap_or_default();
                         let text = format!(
@@ -526,9 +523,8 @@ fn reports(service: &str, runs: &[JobRun], obs: &Observed) -> String {
     runs.iter()
         .filter(|run| run.template.reports)
         .filter_map(|run| {
-            let said = obs.jobs.get(&run.key())?.termination_message.as_deref()?;
-            let said = said.trim();
-            (!said.is_empty()).then(|| format!("; {service}-{}: {said}", run.key()))
+            let said = obs.jobs.get(&run.key())?.said()?;
+            Some(format!("; {service}-{}: {said}", run.key()))
         })
         .collect()
 }

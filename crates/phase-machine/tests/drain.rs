@@ -60,6 +60,13 @@ fn trace(w: &mut World, steps: usize) -> Vec<String> {
     seen
 }
 
+/// The last decision says every workload rolled out (DeploymentsReady).
+fn rolled_out(w: &World) -> bool {
+    w.history
+        .last()
+        .is_some_and(|d| condition_of(d, condition::DEPLOYMENTS_READY).status)
+}
+
 fn filtered<'a>(trace: &'a [String], names: &[&str]) -> Vec<&'a str> {
     trace
         .iter()
@@ -101,13 +108,7 @@ fn a_drained_host_restarts_after_its_drain_and_the_next_waits_for_its_return() {
         drained[0].message,
         "c-volume-lvm: drained in 3.2 s; nothing in flight"
     );
-    assert!(
-        condition_of(
-            w.history.last().expect("decided"),
-            condition::DEPLOYMENTS_READY
-        )
-        .status
-    );
+    assert!(rolled_out(&w));
 }
 
 #[test]
@@ -184,13 +185,7 @@ fn an_abort_during_a_drain_gives_the_host_back() {
         seen.iter().any(|s| s == "job undrain-c-volume-lvm"),
         "the host the interrupted drain took out is given back: {seen:?}"
     );
-    assert!(
-        condition_of(
-            w.history.last().expect("decided"),
-            condition::DEPLOYMENTS_READY
-        )
-        .status
-    );
+    assert!(rolled_out(&w));
 }
 
 #[test]

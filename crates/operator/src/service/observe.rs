@@ -249,11 +249,6 @@ fn observed_job(job: &CachedJob) -> ObservedJob {
     }
 }
 
-/// Pods are read only when the machine needs what they say: the upgrade-check
-/// exit code of a finished, unreported reporting Job, the exit code of a
-/// failed Job whose phase maps exit codes to reasons or may ask for its
-/// offline step, or the report of a succeeded Job that reports its work
-/// while its phase (`current_phase`) is the upgrade's.
 /// The drain Jobs whose pods' messages are still to be reported
 /// (`drain::report_due`).
 fn drains_to_report(
@@ -275,6 +270,11 @@ fn drains_to_report(
         .collect()
 }
 
+/// Pods are read only when the machine needs what they say: the upgrade-check
+/// exit code of a finished, unreported reporting Job, the exit code of a
+/// failed Job whose phase maps exit codes to reasons or may ask for its
+/// offline step, or the report of a succeeded Job that reports its work
+/// while its phase (`current_phase`) is the upgrade's.
 fn needs_pod_details(
     profile: &Profile,
     groups: &[String],

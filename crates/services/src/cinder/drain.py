@@ -86,13 +86,13 @@ class Api:
         else:
             self.token = "ratchet:admin"
 
-    def call(self, method, path, body=None):
+    def put(self, path, body):
         # No project in the path (Cinder takes it from the token since 3.67;
         # noauth's project is no UUID and fails `project_id_regex` there).
         request = urllib.request.Request(
             "%s/v3/%s" % (self.url, path),
-            data=None if body is None else json.dumps(body).encode(),
-            method=method,
+            data=json.dumps(body).encode(),
+            method="PUT",
             headers={
                 "X-Auth-Token": self.token,
                 "Content-Type": "application/json",
@@ -105,10 +105,10 @@ class Api:
                     return json.load(answer)
             except urllib.error.HTTPError as error:
                 if error.code < 500 or attempt == 9:
-                    sys.exit("%s %s answered %d: %s" % (method, path, error.code, error.read()[:300]))
+                    sys.exit("PUT %s answered %d: %s" % (path, error.code, error.read()[:300]))
             except OSError as error:
                 if attempt == 9:
-                    sys.exit("%s %s: %s" % (method, path, error))
+                    sys.exit("PUT %s: %s" % (path, error))
             time.sleep(2)
 
 
@@ -148,8 +148,7 @@ def drain(args):
 
     started = time.monotonic()
     if args.disable:
-        Api(args.api).call(
-            "PUT",
+        Api(args.api).put(
             "os-services/disable-log-reason",
             {"binary": args.binary, "host": args.host, "disabled_reason": REASON},
         )

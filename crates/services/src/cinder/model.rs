@@ -231,13 +231,18 @@ fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain> {
     let Role::Volume(_) = role else {
         return None;
     };
-    let namespace = cinder.metadata.namespace.as_deref().unwrap_or_default();
     Some(drain::host_drain(
         role.binary(),
         &role.service_host(name)?,
-        &format!("http://{name}.{namespace}.svc:{API_PORT}"),
+        &api_url(cinder, name),
         volume_names(cinder).len() > 1,
     ))
+}
+
+/// Cinder's API by its Service's DNS name.
+fn api_url(cinder: &Cinder, name: &str) -> String {
+    let namespace = cinder.metadata.namespace.as_deref().unwrap_or_default();
+    format!("http://{name}.{namespace}.svc:{API_PORT}")
 }
 
 pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
@@ -286,7 +291,7 @@ pub fn model(cinder: &Cinder, name: &str) -> ServiceModel {
                 name,
                 CATALOG_TYPE,
                 // The project in the path, as clients of every release expect.
-                format!("http://{name}.{namespace}.svc:{API_PORT}/v3/%(project_id)s"),
+                format!("{}/v3/%(project_id)s", api_url(cinder, name)),
             )
             .with_roles(drain::USER_ROLES)
         }),
