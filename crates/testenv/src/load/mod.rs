@@ -427,6 +427,7 @@ pub async fn start_for(
         "glance" => {
             let options = glance::GlanceLoadOptions {
                 login,
+                slow_uploads: Some(glance::SlowUploads::default()),
                 ..Default::default()
             };
             glance::start(client, netns, namespace, name, options)
