@@ -113,13 +113,20 @@ fn lost_replies(h: &Harness, not_available: &BTreeMap<&str, &str>) -> Vec<String
         .collect()
 }
 
+/// Backup service pods: two, so that each can be drained while the other works.
+const BACKUP_PODS: i32 = 2;
+
 #[tokio::test]
 async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lost() -> Result<()> {
     prepare_images(&IMAGES).await?;
     let h = Harness::start_real("cinder-real").await?;
-    let db = real_cinder::backing(&h, &manifest("2026.1")?).await?;
+    // Two backup hosts: each is drained (disabled) while the other takes
+    // the backups asked for meanwhile.
+    let mut installed = manifest("2026.1")?;
+    installed["spec"]["backup"]["replicas"] = serde_json::json!(BACKUP_PODS);
+    let db = real_cinder::backing(&h, &installed).await?;
 
-    h.create_cinder(manifest("2026.1")?).await?;
+    h.create_cinder(installed).await?;
     let cinders = h.api::<Cinder>();
     until(
         &cinders,
@@ -379,6 +386,23 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
             .collect();
         ensure!(of_host.len() == 2, "{host} drained twice: {drained:#?}");
     }
+    // Each backup pod too, one at a time, the highest first, in both rolls.
+    let backup_pods: Vec<&str> = drained
+        .iter()
+        .filter(|m| m.starts_with("cinder-backup-"))
+        .filter_map(|m| m.split(':').next())
+        .collect();
+    ensure!(
+        backup_pods == ["cinder-backup-1", "cinder-backup-0"].repeat(2),
+        "backup pods drained: {drained:#?}"
+    );
+    ensure!(
+        drained
+            .iter()
+            .filter(|m| m.starts_with("cinder-backup-"))
+            .all(|m| m.contains(" disabled, drained in ")),
+        "each backup pod disabled first: {drained:#?}"
+    );
     h.finish().await;
     Ok(())
 }

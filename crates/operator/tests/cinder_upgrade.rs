@@ -832,3 +832,71 @@ async fn metrics_show_the_phase_and_phase_durations() -> Result<()> {
     h.finish().await;
     Ok(())
 }
+
+/// Two backup pods: each is drained (disabled under its own name), released
+/// and given back before the other, highest ordinal first, in both rolls;
+/// the StatefulSet ends with every pod released.
+#[tokio::test]
+async fn backup_pods_are_drained_one_at_a_time() -> Result<()> {
+    let h = Harness::start("backup-pods").await?;
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &["lvm"]);
+    manifest["spec"]["backup"]["replicas"] = json!(2);
+    h.create_cinder(manifest).await?;
+    h.wait_ready("c").await?;
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-migrate"),
+        Behaviour::succeed_with_message(CHECK_OK),
+    );
+    h.bump("c", "2026.2").await?;
+    h.wait_installed("c", "2026.2").await?;
+    h.wait_workload("c-backup", "second roll of backup", TIMEOUT, |w| {
+        w.template_annotation("cinder.c5c3.io/installed-release")
+            .as_deref()
+            == Some("2026.2")
+    })
+    .await?;
+    h.wait_ready("c").await?;
+
+    let drained: Vec<String> = h
+        .events_for("c")
+        .await?
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("HostDrained"))
+        .filter_map(|e| e.note)
+        .filter(|n| n.starts_with("c-backup"))
+        .collect();
+    let pods: Vec<&str> = drained.iter().filter_map(|n| n.split(':').next()).collect();
+    ensure!(
+        pods == ["c-backup-1", "c-backup-0", "c-backup-1", "c-backup-0"],
+        "each pod drained once per roll, highest first: {drained:?}"
+    );
+    let jobs: Api<Job> = h.api();
+    for pod in ["c-backup-0", "c-backup-1"] {
+        let drain = container(&jobs.get(&format!("c-drain-{pod}")).await?)?
+            .command
+            .unwrap_or_default()
+            .join(" ");
+        ensure!(
+            drain.contains("--binary cinder-backup")
+                && drain.ends_with(&format!("--disable --host {pod}")),
+            "{drain}"
+        );
+        let returned = jobs.get(&format!("c-undrain-{pod}")).await?;
+        ensure!(
+            returned.status.as_ref().and_then(|s| s.succeeded) == Some(1),
+            "{pod} given back: {:?}",
+            returned.status
+        );
+    }
+    let sets: Api<k8s_openapi::api::apps::v1::StatefulSet> = h.api();
+    let partition = sets
+        .get("c-backup")
+        .await?
+        .spec
+        .and_then(|s| s.update_strategy)
+        .and_then(|u| u.rolling_update)
+        .and_then(|r| r.partition);
+    ensure!(partition == Some(0), "every pod released: {partition:?}");
+    h.finish().await;
+    Ok(())
+}

@@ -348,6 +348,29 @@ async fn a_real_nova_upgrades_under_load_with_every_server_as_asked() -> Result<
         ))),
         "MigrateComplete does not name the stale compute: {migrated:?}"
     );
+    // And the status keeps saying so after the upgrade (an advisory condition).
+    let nova = h.api::<Nova>().get(NAME).await?;
+    let rows_current = nova
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == "ServiceRowsCurrent")
+        })
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()));
+    ensure!(
+        rows_current
+            .as_ref()
+            .is_some_and(|(status, reason, message)| status == "False"
+                && reason == "StaleServicesFound"
+                && message.contains(&format!("nova-compute on {STALE_COMPUTE}"))),
+        "ServiceRowsCurrent does not name the stale compute: {rows_current:?}"
+    );
+    ensure!(
+        h.event_types(NAME, "StaleServicesFound").await? == ["Warning"],
+        "one Warning event names the stale rows"
+    );
     // Every other service row at the target's version, none left behind by a
     // roll; the stale one forced down at the installed release's.
     for database in ["nova_cell0", "nova_cell1"] {

@@ -48,6 +48,9 @@ pub enum WorkloadAction {
         pin: Option<String>,
         /// Scaled to no pod for a phase's offline step.
         stopped: bool,
+        /// A StatefulSet's pods below this ordinal keep their template (a
+        /// per-pod drain releases them one at a time); none: all roll.
+        partition: Option<i32>,
     },
     Delete {
         name: String,

@@ -3,6 +3,7 @@
 //! status, events, Jobs, workloads, and whether to retry. A service plugs in
 //! through a [`Profile`]; the machine is never copied per service.
 
+mod advice;
 mod chain;
 pub mod conditions;
 pub mod decision;
@@ -10,6 +11,7 @@ pub mod drain;
 pub mod hash;
 pub mod observe;
 mod offline;
+mod pod_roll;
 pub mod profile;
 pub mod registration;
 mod shared;
@@ -25,7 +27,7 @@ pub use observe::{
     ObservedWorkload, Replicas, Rollout, SpecView, StatusView, WorkloadId,
 };
 pub use profile::{
-    ExitReason, JobRun, JobTemplate, Offline, Phase, Pin, Profile, SchemaPending, Step,
+    Advice, ExitReason, JobRun, JobTemplate, Offline, Phase, Pin, Profile, SchemaPending, Step,
     UpgradeCheck, job_runs,
 };
 use upgrade::Pass;

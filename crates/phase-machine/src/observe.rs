@@ -128,6 +128,9 @@ pub struct ObservedWorkload {
     /// The configuration hash its pod template carries, if any.
     pub config_hash: Option<String>,
     pub rollout: Rollout,
+    /// A StatefulSet's rolling-update partition: its pods of a lower ordinal
+    /// keep the previous template (0 otherwise).
+    pub partition: i32,
     /// The rollout made no progress within its deadline (the Deployment's
     /// `Progressing` condition says `ProgressDeadlineExceeded`).
     pub stalled: bool,
@@ -161,6 +164,11 @@ pub struct HostDrain {
     /// What draining waits for, for the status (e.g. "cinder-volume host
     /// c@a disabled, none of its volumes in a transitional state").
     pub waits_for: String,
+    /// Whether each pod is a host of its own (a StatefulSet's pods, each
+    /// registered under its name): the pods are then released one at a time
+    /// through the StatefulSet's partition, each drained before and given
+    /// back after its restart, with its name appended to both commands.
+    pub per_pod: bool,
 }
 
 /// How many pods a workload runs.

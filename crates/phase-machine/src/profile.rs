@@ -33,6 +33,21 @@ pub struct JobTemplate {
     /// rows online data migrations moved): read once it succeeded, and quoted
     /// in the event that announces the end of its phase.
     pub reports: bool,
+    /// An advisory condition its report sets (it must report): what it found
+    /// stays in the status after its phase, while the event quoting it scrolls away.
+    pub advice: Option<Advice>,
+}
+
+/// An advisory condition set from what a reporting Job's runs said: True
+/// when every run said `all_clear`, False (a Warning) naming what the others
+/// said. Like `HighlyAvailable`, it never affects Ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Advice {
+    pub condition: &'static str,
+    /// What a run that found nothing says, whole.
+    pub all_clear: &'static str,
+    pub clear_reason: &'static str,
+    pub found_reason: &'static str,
 }
 
 /// One Job a template stands for: the template once, or for one group.

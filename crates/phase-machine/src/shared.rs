@@ -6,7 +6,7 @@ use crate::conditions::{Verdict, standard};
 use crate::decision::{
     CheckReport, Decision, DesiredStatus, Event, EventType, JobAction, Outcome, WorkloadAction,
 };
-use crate::drain::{self, After, Before};
+use crate::drain::{self, After, Before, Host};
 use crate::observe::{HostDrain, JobOutcome, Observed, ObservedWorkload, WorkloadId};
 use crate::profile::Profile;
 use crate::vocabulary::{condition, event, reason};
@@ -113,27 +113,52 @@ pub struct WorkloadParams {
 
 impl WorkloadParams {
     pub fn apply(&self, workload: &WorkloadId) -> WorkloadAction {
-        self.action(workload, false)
+        self.action(workload, false, None)
     }
 
     /// The workload with these parameters, scaled to no pod.
     pub fn stop(&self, workload: &WorkloadId) -> WorkloadAction {
-        self.action(workload, true)
+        self.action(workload, true, None)
     }
 
-    fn action(&self, workload: &WorkloadId, stopped: bool) -> WorkloadAction {
+    pub(crate) fn action(
+        &self,
+        workload: &WorkloadId,
+        stopped: bool,
+        partition: Option<i32>,
+    ) -> WorkloadAction {
         WorkloadAction::Apply {
             name: workload.name.clone(),
             image: self.image.clone(),
             installed_release: self.installed_release.clone(),
             pin: self.pin.clone(),
             stopped,
+            partition,
         }
+    }
+
+    /// [`Self::apply`], still holding the pods a per-pod drain has not
+    /// released (a pass that may not move it must not release them all).
+    fn apply_holding(
+        &self,
+        obs: &Observed,
+        workload: &WorkloadId,
+        live: Option<&ObservedWorkload>,
+    ) -> WorkloadAction {
+        let held = live
+            .filter(|l| l.partition > 0 && self.current(obs, workload, l))
+            .map(|l| l.partition);
+        self.action(workload, false, held)
     }
 
     /// The live workload's template carries these parameters and the rendered
     /// configuration, and it was not stopped for an offline step.
-    fn current(&self, obs: &Observed, workload: &WorkloadId, live: &ObservedWorkload) -> bool {
+    pub(crate) fn current(
+        &self,
+        obs: &Observed,
+        workload: &WorkloadId,
+        live: &ObservedWorkload,
+    ) -> bool {
         !stopped(workload, live)
             && live.image == self.image
             && live.pin == self.pin
@@ -142,24 +167,20 @@ impl WorkloadParams {
             && live.config_hash.as_deref() == Some(obs.config_hash.as_str())
     }
 
-    /// The workload is current and has finished rolling out.
+    /// The workload is current and has finished rolling out, every pod released.
     pub fn settled(&self, obs: &Observed, workload: &WorkloadId) -> bool {
-        obs.workloads
-            .get(&workload.name)
-            .is_some_and(|live| self.current(obs, workload, live) && live.rollout.complete())
+        obs.workloads.get(&workload.name).is_some_and(|live| {
+            self.current(obs, workload, live) && live.rollout.complete() && live.partition == 0
+        })
     }
 
-    /// The workload has settled and its host, if drained, is back in service.
+    /// The workload has settled and its hosts, if drained, are back in service.
     pub fn done(&self, obs: &Observed, workload: &WorkloadId) -> bool {
-        self.settled(obs, workload)
-            && workload
-                .drain
-                .as_ref()
-                .is_none_or(|d| drain::after_restart(obs, workload, d, &self.image).is_none())
+        self.settled(obs, workload) && self.pending_returns(obs, workload).is_empty()
     }
 
     /// What the roll's drain Jobs tell apart: one roll's parameters from another's.
-    fn roll_key(&self) -> String {
+    pub(crate) fn roll_key(&self) -> String {
         format!("{}\0{:?}", self.installed_release, self.pin)
     }
 
@@ -168,7 +189,8 @@ impl WorkloadParams {
     /// Restarting them together loses work: a Cinder scheduler that restarts
     /// sets to `error` the volumes it had handed to a back end that was itself
     /// restarting. A workload whose host is drained restarts once its drain
-    /// Job is over, and is done once another Job gave its host back.
+    /// Job is over, and is done once another Job gave its host back; one
+    /// drained pod by pod rolls as `pod_roll` says.
     /// Missing workloads are created at once; current ones are applied as
     /// they are.
     pub fn ordered_roll(&self, obs: &Observed) -> Roll {
@@ -178,11 +200,18 @@ impl WorkloadParams {
             let live = obs.workloads.get(&workload.name);
             let current = live.is_some_and(|l| self.current(obs, workload, l));
             match (&workload.drain, live) {
-                (Some(drain), Some(_)) if earlier_done && !current => {
+                (Some(drain), Some(live))
+                    if drain.per_pod && earlier_done && self.pods_to_roll(obs, workload, live) =>
+                {
+                    self.drain_pods(obs, workload, drain, live, &mut roll);
+                    earlier_done = false;
+                    continue;
+                }
+                (Some(drain), Some(_)) if !drain.per_pod && earlier_done && !current => {
                     self.drain(obs, workload, drain, &mut roll)
                 }
                 _ if earlier_done || live.is_none() || current => {
-                    roll.workloads.push(self.apply(workload));
+                    roll.workloads.push(self.apply_holding(obs, workload, live));
                 }
                 _ => {}
             }
@@ -194,14 +223,9 @@ impl WorkloadParams {
     /// A workload about to restart: its drain's Job, and the restart once
     /// that is over.
     fn drain(&self, obs: &Observed, workload: &WorkloadId, drain: &HostDrain, roll: &mut Roll) {
-        match drain::before_restart(obs, workload, drain, &self.image, &self.roll_key()) {
-            Before::Draining { job, waits_for } => {
-                roll.jobs.push(job);
-                roll.waiting.get_or_insert(Verdict::no(
-                    reason::DRAINING,
-                    format!("draining {} before its restart: {waits_for}", workload.name),
-                ));
-            }
+        let host = Host::workload(&workload.name);
+        match drain::before_restart(obs, host, drain, &self.image, &self.roll_key()) {
+            Before::Draining { job, waits_for } => roll.draining(host, job, waits_for),
             Before::Drained { job, event } => {
                 roll.jobs.push(job);
                 roll.events.push(event);
@@ -210,37 +234,36 @@ impl WorkloadParams {
         }
     }
 
-    /// Whether a settled workload's host is back in service, asking for the
-    /// Job that gives it back if not.
-    fn returned(&self, obs: &Observed, workload: &WorkloadId, roll: &mut Roll) -> bool {
+    /// The hosts of `workload` still to be given back, with what that needs.
+    pub(crate) fn pending_returns<'a>(
+        &self,
+        obs: &Observed,
+        workload: &'a WorkloadId,
+    ) -> Vec<(Host<'a>, After)> {
         let Some(drain) = &workload.drain else {
-            return true;
+            return Vec::new();
         };
-        match drain::after_restart(obs, workload, drain, &self.image) {
-            None => return true,
-            Some(After::Returning(job)) => {
-                roll.jobs.push(job);
-                roll.waiting.get_or_insert(Verdict::no(
-                    reason::ROLLOUT_IN_PROGRESS,
-                    format!("giving {} back to service after its restart", workload.name),
-                ));
-            }
-            Some(After::Failed { job, message }) => {
-                roll.jobs.push(job);
-                roll.waiting.get_or_insert(
-                    Verdict::no(
-                        reason::RETURN_TO_SERVICE_FAILED,
-                        format!(
-                            "{} stays out of service: the Job giving it back failed ({message}); \
-                             fix the cause, then delete the Job to retry",
-                            workload.name
-                        ),
-                    )
-                    .warn(),
-                );
-            }
+        let live = obs.workloads.get(&workload.name);
+        let replicas = workload
+            .replicas
+            .fixed()
+            .unwrap_or(0)
+            .max(live.map_or(0, |l| l.rollout.desired));
+        drain::hosts(&workload.name, drain, replicas)
+            .into_iter()
+            .filter_map(|host| Some((host, drain::after_restart(obs, host, drain, &self.image)?)))
+            .collect()
+    }
+
+    /// Whether a settled workload's hosts are back in service, asking for the
+    /// Jobs that give them back if not.
+    fn returned(&self, obs: &Observed, workload: &WorkloadId, roll: &mut Roll) -> bool {
+        let pending = self.pending_returns(obs, workload);
+        let returned = pending.is_empty();
+        for (host, after) in pending {
+            roll.returning(host, after);
         }
-        false
+        returned
     }
 }
 
@@ -254,6 +277,44 @@ pub struct Roll {
     pub events: Vec<Event>,
     /// DeploymentsReady while a host is drained or given back.
     pub waiting: Option<Verdict>,
+}
+
+impl Roll {
+    /// `host` is being drained by `job`.
+    pub(crate) fn draining(&mut self, host: Host, job: JobAction, waits_for: &str) {
+        self.jobs.push(job);
+        self.waiting.get_or_insert(Verdict::no(
+            reason::DRAINING,
+            format!("draining {} before its restart: {waits_for}", host.name()),
+        ));
+    }
+
+    /// `host` restarted and is being given back, or its return failed.
+    pub(crate) fn returning(&mut self, host: Host, after: After) {
+        let name = host.name();
+        match after {
+            After::Returning(job) => {
+                self.jobs.push(job);
+                self.waiting.get_or_insert(Verdict::no(
+                    reason::ROLLOUT_IN_PROGRESS,
+                    format!("giving {name} back to service after its restart"),
+                ));
+            }
+            After::Failed { job, message } => {
+                self.jobs.push(job);
+                self.waiting.get_or_insert(
+                    Verdict::no(
+                        reason::RETURN_TO_SERVICE_FAILED,
+                        format!(
+                            "{name} stays out of service: the Job giving it back failed ({message}); \
+                             fix the cause, then delete the Job to retry"
+                        ),
+                    )
+                    .warn(),
+                );
+            }
+        }
+    }
 }
 
 /// Whether `live` was stopped for an offline step: no replica asked for
@@ -459,6 +520,7 @@ impl Draft {
             serving(obs),
             advisories(profile, obs)
                 .into_iter()
+                .chain(crate::advice::verdicts(profile, obs))
                 .chain(
                     crate::registration::verdict(obs).map(|v| (condition::KEYSTONE_REGISTERED, v)),
                 )

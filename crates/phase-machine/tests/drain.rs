@@ -16,6 +16,7 @@ fn drain() -> HostDrain {
         drain: vec!["drain".into(), VOLUME.into()],
         undrain: vec!["undrain".into(), VOLUME.into()],
         waits_for: "its operations to end".into(),
+        per_pod: false,
     }
 }
 
@@ -204,4 +205,144 @@ fn a_drain_in_the_second_roll_keeps_the_service_ready() {
         "a drained host still serves: {}",
         ready.message
     );
+}
+
+const BACKUP: &str = "c-backup";
+
+/// An installed Cinder world whose backup service runs three pods, each
+/// drained before it restarts.
+fn installed_per_pod() -> World {
+    let mut w = World::cinder("2026.1");
+    for workload in &mut w.obs.desired_workloads {
+        if workload.name == BACKUP {
+            workload.replicas = Replicas::Fixed(3);
+            workload.drain = Some(HostDrain {
+                drain: vec!["drain".into()],
+                undrain: vec!["undrain".into()],
+                waits_for: "its backups to end".into(),
+                per_pod: true,
+            });
+        }
+    }
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.1");
+    w
+}
+
+#[test]
+fn pods_drained_one_by_one_restart_highest_first_each_after_its_drain_and_before_the_next() {
+    let mut w = installed_per_pod();
+    w.set_release("2026.2");
+    let seen = trace(&mut w, 120);
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    let order: Vec<&str> = seen
+        .iter()
+        .map(String::as_str)
+        .filter(|t| t.contains(BACKUP) || *t == "roll c")
+        .collect();
+    // The template goes in with every pod held, then each pod: drain,
+    // release (the partition lowered to it), return; then the API.
+    let one_roll = [
+        "job drain-c-backup-2",
+        "roll c-backup",
+        "roll c-backup",
+        "job undrain-c-backup-2",
+        "job drain-c-backup-1",
+        "roll c-backup",
+        "job undrain-c-backup-1",
+        "job drain-c-backup-0",
+        "roll c-backup",
+        "job undrain-c-backup-0",
+        "roll c",
+    ];
+    // The API (no installed-release annotation) rolls once.
+    let second_roll = &one_roll[..one_roll.len() - 1];
+    assert_eq!(order, [&one_roll[..], second_roll].concat(), "{seen:#?}");
+    let drained: Vec<&str> = w
+        .history
+        .iter()
+        .flat_map(|d| &d.events)
+        .filter(|e| e.reason == event::HOST_DRAINED)
+        .map(|e| e.message.as_str())
+        .collect();
+    assert_eq!(
+        drained,
+        [
+            "c-backup-2: drained",
+            "c-backup-1: drained",
+            "c-backup-0: drained"
+        ]
+        .repeat(2),
+        "one event per pod and roll"
+    );
+    let job = |key: &str| match w
+        .history
+        .iter()
+        .flat_map(|d| &d.jobs)
+        .find(|a| matches!(a, JobAction::Ensure { suffix, .. } if suffix == key))
+    {
+        Some(JobAction::Ensure { command, .. }) => command.clone(),
+        _ => Vec::new(),
+    };
+    assert_eq!(
+        job("drain-c-backup-1"),
+        ["drain", "c-backup-1"],
+        "the pod named last"
+    );
+    assert_eq!(job("undrain-c-backup-1"), ["undrain", "c-backup-1"]);
+    assert_eq!(w.obs.workloads[BACKUP].partition, 0, "every pod released");
+    assert!(rolled_out(&w));
+}
+
+#[test]
+fn a_pod_drain_in_progress_holds_that_pod_and_every_pod_below_it() {
+    let mut w = installed_per_pod();
+    w.scripts.insert("drain-c-backup-1".into(), Script::Hang);
+    w.set_release("2026.2");
+    let d = w.settle().clone();
+    let live = &w.obs.workloads[BACKUP];
+    assert_eq!(live.image, "cinder:2026.2", "the template is in");
+    assert_eq!(live.partition, 2, "only pod 2 released");
+    assert_eq!(live.rollout.updated, 1);
+    let deployments = condition_of(&d, condition::DEPLOYMENTS_READY);
+    assert_eq!(deployments.reason, reason::DRAINING);
+    assert_eq!(
+        deployments.message,
+        "draining c-backup-1 before its restart: its backups to end"
+    );
+    assert!(
+        w.obs.jobs.contains_key("undrain-c-backup-2"),
+        "pod 2 given back first"
+    );
+    assert_eq!(w.obs.workloads["c"].image, "cinder:2026.1", "the API waits");
+}
+
+#[test]
+fn an_abort_in_a_pod_by_pod_roll_gives_every_drained_pod_back() {
+    let mut w = installed_per_pod();
+    w.scripts.insert("drain-c-backup-1".into(), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    w.scripts.clear();
+    w.obs.jobs.remove("drain-c-backup-1");
+    w.scripts.insert("drain-c-backup-0".into(), Script::Hang);
+    w.settle();
+    assert_eq!(w.obs.workloads[BACKUP].partition, 1);
+    w.set_release("2026.1");
+    w.scripts.clear();
+    w.obs.jobs.remove("drain-c-backup-0");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.1");
+    assert_eq!(w.obs.status.phase, "", "aborted");
+    let live = &w.obs.workloads[BACKUP];
+    assert_eq!((live.image.as_str(), live.partition), ("cinder:2026.1", 0));
+    for k in 0..3 {
+        let drain = w.obs.jobs.get(&format!("drain-c-backup-{k}"));
+        let undrain = w.obs.jobs.get(&format!("undrain-c-backup-{k}"));
+        assert!(
+            drain.is_none() || undrain.is_some_and(|u| u.outcome == JobOutcome::Succeeded),
+            "pod {k} drained and not given back: {drain:?} {undrain:?}"
+        );
+    }
+    assert!(rolled_out(&w));
 }

@@ -191,3 +191,104 @@ fn each_cell_s_report_reaches_the_upgrade_s_completion() {
         assert!(message.contains(said), "{said} in {message}");
     }
 }
+
+const STALE: Advice = Advice {
+    condition: "RowsCurrent",
+    all_clear: "nothing stale",
+    clear_reason: "NothingStale",
+    found_reason: "StaleFound",
+};
+
+/// Cinder's profile whose Expanding also runs a reporting per-group Job that
+/// sets the advisory condition `STALE`, for cells `cell0` and `cell1`.
+fn advising_world() -> World {
+    let mut profile = support::cinder_profile();
+    profile.phases[0] = profile.phases[0].clone().then(JobTemplate {
+        suffix: "look",
+        command: vec!["look".into()],
+        per_group: true,
+        reports: true,
+        advice: Some(STALE),
+        ..JobTemplate::default()
+    });
+    let mut w = World::new(
+        profile,
+        "2026.1",
+        "2026.1",
+        &[("c-scheduler", true), ("c", false)],
+    );
+    w.obs.job_groups = vec!["cell0".into(), "cell1".into()];
+    w
+}
+
+fn says(w: &mut World, key: &str, message: &str) {
+    w.scripts.insert(
+        key.into(),
+        Script::Succeed {
+            message: Some(message.into()),
+        },
+    );
+}
+
+fn advice_condition(w: &World) -> Option<(bool, String, String)> {
+    w.obs
+        .status
+        .condition(STALE.condition)
+        .map(|c| (c.status, c.reason.clone(), c.message.clone()))
+}
+
+#[test]
+fn a_reporting_job_s_findings_set_its_advisory_condition_and_stay_after_its_phase() {
+    let mut w = advising_world();
+    w.settle();
+    assert_eq!(advice_condition(&w), None, "no look taken yet");
+
+    says(&mut w, "look-cell0", "nothing stale");
+    w.scripts.insert("look-cell1".into(), Script::Hang);
+    w.set_release("2026.2");
+    w.settle();
+    assert_eq!(
+        advice_condition(&w),
+        None,
+        "judged only once every cell said"
+    );
+
+    says(&mut w, "look-cell1", "stale: compute-2 (forced down)");
+    w.obs.jobs.remove("look-cell1");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    let found = (
+        false,
+        "StaleFound".to_string(),
+        "look-cell1: stale: compute-2 (forced down)".to_string(),
+    );
+    assert_eq!(advice_condition(&w), Some(found.clone()));
+    assert_eq!(
+        w.event_kinds("StaleFound"),
+        [EventType::Warning],
+        "told once"
+    );
+
+    // Past its phase the controller no longer reads what the Jobs said.
+    for job in w.obs.jobs.values_mut() {
+        job.termination_message = None;
+    }
+    w.settle();
+    assert_eq!(advice_condition(&w), Some(found), "kept from the status");
+    assert_eq!(w.event_kinds("StaleFound").len(), 1);
+
+    // The next upgrade's look finds nothing.
+    says(&mut w, "look-cell1", "nothing stale");
+    w.set_release("2027.1");
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2027.1");
+    assert_eq!(
+        advice_condition(&w),
+        Some((true, "NothingStale".into(), "nothing stale".into()))
+    );
+    assert_eq!(
+        w.obs.status.condition("Ready").map(|c| c.status),
+        Some(true),
+        "advisory: never holds Ready"
+    );
+}

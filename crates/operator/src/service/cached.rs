@@ -305,6 +305,8 @@ pub struct WorkloadDetail {
     pub status: Option<WorkloadStatus>,
     /// A Deployment's Progressing=False with ProgressDeadlineExceeded.
     pub progress_deadline_exceeded: bool,
+    /// A StatefulSet's rolling-update partition (0 when it has none).
+    pub partition: i32,
 }
 
 /// The rollout counters of every kind (a Deployment has no revisions; a
@@ -333,12 +335,28 @@ pub struct WorkloadStatus {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkloadSpec {
     replicas: Option<i32>,
     #[serde(default)]
     selector: Selector,
     #[serde(default)]
     template: Template,
+    #[serde(default)]
+    update_strategy: UpdateStrategy,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateStrategy {
+    #[serde(default)]
+    rolling_update: RollingUpdate,
+}
+
+#[derive(Default, Deserialize)]
+struct RollingUpdate {
+    /// A StatefulSet's (a Deployment's rollingUpdate has none).
+    partition: Option<i32>,
 }
 
 #[derive(Default, Deserialize)]
@@ -376,9 +394,14 @@ impl Detail for WorkloadDetail {
     type Status = WorkloadStatus;
 
     fn read(spec: Option<WorkloadSpec>, status: Option<WorkloadStatus>) -> WorkloadDetail {
-        let (replicas, selector, template) = match spec {
-            Some(s) => (s.replicas, s.selector, s.template),
-            None => (None, Selector::default(), Template::default()),
+        let (replicas, selector, template, partition) = match spec {
+            Some(s) => (
+                s.replicas,
+                s.selector,
+                s.template,
+                s.update_strategy.rolling_update.partition,
+            ),
+            None => (None, Selector::default(), Template::default(), None),
         };
         let status = status.map(|mut s| {
             // Only the deadline verdict is read; the list itself is not kept.
@@ -408,6 +431,7 @@ impl Detail for WorkloadDetail {
                 ..s
             }),
             progress_deadline_exceeded,
+            partition: partition.unwrap_or_default(),
         }
     }
 }

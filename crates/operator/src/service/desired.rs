@@ -124,6 +124,7 @@ fn workload(
         installed_release,
         pin,
         stopped,
+        partition,
     } = action
     else {
         return Ok(None);
@@ -143,6 +144,7 @@ fn workload(
             config_hash: inputs.config_hash,
             installed_release_annotation: inputs.installed_release_annotation,
             stopped: *stopped,
+            partition: *partition,
         },
     )?;
     let headless = match workload.kind {

@@ -258,14 +258,17 @@ fn drains_to_report(
     model
         .workloads
         .iter()
-        .filter_map(|w| {
-            let drain = w.drain.as_ref()?;
-            let key = drain::drain_key(&w.name);
-            let drained = observed_job(jobs.get(&key)?);
-            let returned = jobs
-                .get(&drain::undrain_key(&w.name))
-                .map(|j| observed_job(j));
-            drain::report_due(drain, &drained, returned.as_ref()).then_some(key)
+        .filter_map(|w| Some((w, w.drain.as_ref()?)))
+        .flat_map(|(w, drain)| {
+            drain::hosts(&w.name, drain, w.replicas)
+                .into_iter()
+                .filter_map(|host| {
+                    let key = host.drain_key();
+                    let drained = observed_job(jobs.get(&key)?);
+                    let returned = jobs.get(&host.undrain_key()).map(|j| observed_job(j));
+                    drain::report_due(host, drain, &drained, returned.as_ref()).then_some(key)
+                })
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -352,6 +355,7 @@ fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> Ob
         config_hash: annotation(CONFIG_HASH),
         stalled,
         rollout,
+        partition: detail.partition,
     }
 }
 

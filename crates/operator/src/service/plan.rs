@@ -180,13 +180,24 @@ fn drains(name: &str, workloads: &[WorkloadId]) -> Vec<String> {
         .iter()
         .filter_map(|w| {
             let drain = w.drain.as_ref()?;
-            Some(format!(
-                "before each restart of {}, Job {name}-{} drains it ({}); Job {name}-{} gives it back once it rolled out",
-                w.name,
-                drain::drain_key(&w.name),
-                drain.waits_for,
-                drain::undrain_key(&w.name),
-            ))
+            let host = drain::Host::workload(&w.name);
+            Some(if drain.per_pod {
+                format!(
+                    "{} rolls one pod at a time: before each pod's restart, Job {name}-{}-<ordinal> drains it ({}); Job {name}-{}-<ordinal> gives it back once it is ready",
+                    w.name,
+                    host.drain_key(),
+                    drain.waits_for,
+                    host.undrain_key(),
+                )
+            } else {
+                format!(
+                    "before each restart of {}, Job {name}-{} drains it ({}); Job {name}-{} gives it back once it rolled out",
+                    w.name,
+                    host.drain_key(),
+                    drain.waits_for,
+                    host.undrain_key(),
+                )
+            })
         })
         .collect()
 }

@@ -435,6 +435,9 @@ pub struct PodParams<'a> {
     pub installed_release_annotation: &'a str,
     /// Scaled to no pod for a phase's offline step.
     pub stopped: bool,
+    /// A StatefulSet's pods below this ordinal keep their template (a
+    /// per-pod drain's roll); none: every pod rolls.
+    pub partition: Option<i32>,
 }
 
 /// A long-running workload as its kind renders it (serialized as that object).
@@ -630,7 +633,12 @@ pub fn workload(
         WorkloadKind::DaemonSet => "per-node".to_string(),
         WorkloadKind::Deployment | WorkloadKind::StatefulSet => replicas.to_string(),
     };
-    let annotations = hash_annotation(format!("{}-{count}", hash_of(&template)?));
+    // A held partition is part of what is applied (none: the hash as before).
+    let held = match params.partition {
+        Some(partition) if partition > 0 => format!("-held{partition}"),
+        _ => String::new(),
+    };
+    let annotations = hash_annotation(format!("{}-{count}{held}", hash_of(&template)?));
     let metadata = owner.metadata(&workload.name, &workload.component, annotations);
     let selector = LabelSelector {
         match_labels: Some(selector),
@@ -668,7 +676,7 @@ pub fn workload(
                 update_strategy: Some(StatefulSetUpdateStrategy {
                     type_: Some("RollingUpdate".into()),
                     rolling_update: Some(RollingUpdateStatefulSetStrategy {
-                        partition: Some(0),
+                        partition: Some(params.partition.unwrap_or(0)),
                         ..RollingUpdateStatefulSetStrategy::default()
                     }),
                 }),

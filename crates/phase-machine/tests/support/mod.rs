@@ -202,7 +202,16 @@ impl World {
                     installed_release,
                     pin,
                     stopped,
+                    partition,
                 } => {
+                    let id = self.obs.desired_workloads.iter().find(|w| &w.name == name);
+                    // Pods of a multi-replica StatefulSet drained pod by pod;
+                    // everything else runs one pod, as before.
+                    let replicas = id
+                        .filter(|w| w.drain.as_ref().is_some_and(|d| d.per_pod))
+                        .and_then(|w| w.replicas.fixed())
+                        .unwrap_or(1);
+                    let partition = partition.unwrap_or(0).clamp(0, replicas);
                     let carries = self
                         .obs
                         .desired_workloads
@@ -212,14 +221,17 @@ impl World {
                     let annotation = carries.then(|| installed_release.clone());
                     let previous = self.obs.workloads.get(name).cloned();
                     let config_hash = Some(self.obs.config_hash.clone());
-                    let desired = i32::from(!*stopped);
-                    let changed = previous.as_ref().is_none_or(|p| {
+                    let desired = if *stopped { 0 } else { replicas };
+                    let template_changed = previous.as_ref().is_none_or(|p| {
                         &p.image != image
                             || p.pin != *pin
                             || p.installed_release != annotation
                             || p.config_hash != config_hash
-                            || p.rollout.desired != desired
                     });
+                    let changed = template_changed
+                        || previous.as_ref().is_some_and(|p| {
+                            p.rollout.desired != desired || p.partition != partition
+                        });
                     let generation = previous.as_ref().map(|p| p.rollout.generation).unwrap_or(0)
                         + i64::from(changed);
                     let hang = self.hanging.contains(name) && changed;
@@ -244,14 +256,20 @@ impl World {
                             available: 1,
                         }
                     } else {
+                        // Pods from the partition up take the template at once.
+                        let released = replicas - partition;
+                        let updated = match &previous {
+                            Some(p) if !template_changed => p.rollout.updated.max(released),
+                            _ => released,
+                        };
                         Rollout {
                             generation,
                             observed_generation: generation,
-                            desired: 1,
-                            total: 1,
-                            updated: 1,
-                            ready: 1,
-                            available: 1,
+                            desired: replicas,
+                            total: replicas,
+                            updated,
+                            ready: replicas,
+                            available: replicas,
                         }
                     };
                     self.obs.workloads.insert(
@@ -264,6 +282,7 @@ impl World {
                             config_hash,
                             rollout,
                             stalled: false,
+                            partition,
                         },
                     );
                 }

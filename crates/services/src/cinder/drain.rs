@@ -27,11 +27,27 @@ pub const USER_ROLES: &[&str] = &["service", "admin"];
 /// than a roll's progress deadline.
 pub const BOUND_SECONDS: u32 = 120;
 
-/// The drain of the volume service `binary` on `host`, whose Cinder's API is
-/// `api`; `disable`: whether it is disabled first, which it is only when
-/// another back end can take new volumes meanwhile (a lone back end disabled
-/// would fail every create with no valid host; it is then only waited on).
-pub fn host_drain(binary: &str, host: &str, api: &str, disable: bool) -> HostDrain {
+/// Which hosts a drain takes out of service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hosts<'a> {
+    /// The workload's one host (a volume back end's `backend_host`).
+    Named(&'a str),
+    /// Each pod's own (the backup service's pods, registered under their
+    /// names): drained pod by pod, the machine naming the pod last, after
+    /// `--host`.
+    EachPod,
+}
+
+/// The drain of the service `binary` on `hosts`, whose Cinder's API is
+/// `api`; `disable`: whether a host is disabled first, which it is only when
+/// another host can take new work meanwhile (a lone back end disabled would
+/// fail every create with no valid host, a lone backup host every backup; it
+/// is then only waited on).
+pub fn host_drain(binary: &str, hosts: Hosts, api: &str, disable: bool) -> HostDrain {
+    let host = match hosts {
+        Hosts::Named(host) => Some(host),
+        Hosts::EachPod => None,
+    };
     let command = |action: &str| -> Vec<String> {
         [
             "python3",
@@ -41,13 +57,20 @@ pub fn host_drain(binary: &str, host: &str, api: &str, disable: bool) -> HostDra
             api,
             "--binary",
             binary,
-            "--host",
-            host,
         ]
-        .iter()
-        .map(|s| s.to_string())
+        .into_iter()
+        .chain(host.is_some().then_some("--host"))
+        .chain(host)
+        .map(str::to_string)
         .collect()
     };
+    let each_pod = |mut command: Vec<String>| {
+        if host.is_none() {
+            command.push("--host".into());
+        }
+        command
+    };
+    let named = host.unwrap_or("each pod");
     let mut drain = command("drain");
     drain.extend([
         "--bound".to_string(),
@@ -59,18 +82,19 @@ pub fn host_drain(binary: &str, host: &str, api: &str, disable: bool) -> HostDra
         drain.push("--disable".into());
     }
     HostDrain {
-        drain,
-        undrain: command("undrain"),
+        drain: each_pod(drain),
+        undrain: each_pod(command("undrain")),
         waits_for: if disable {
             format!(
-                "{binary} {host} disabled; none of its volumes, snapshots or backups in a \
+                "{binary} {named} disabled; none of its volumes, snapshots or backups in a \
                  transitional state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)"
             )
         } else {
             format!(
-                "none of the volumes, snapshots or backups of {binary} {host} in a transitional \
+                "none of the volumes, snapshots or backups of {binary} {named} in a transitional \
                  state for {QUIET_SECONDS} s (at most {BOUND_SECONDS} s)"
             )
         },
+        per_pod: host.is_none(),
     }
 }

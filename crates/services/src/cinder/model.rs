@@ -225,18 +225,28 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
 }
 
 /// A volume back end is drained before its restarts (docs/drain.md),
-/// disabled only beside another back end. The backup service is not: the
-/// only one disabled would fail every backup request.
+/// disabled only beside another back end. The backup service is drained pod
+/// by pod, disabled, when it runs two or more: the API then sends new
+/// backups to the others. A lone backup host is not drained: disabled, every
+/// backup request would fail, and waiting alone does not keep the backups
+/// asked for during its restart (its start-up resets them).
 fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain> {
-    let Role::Volume(_) = role else {
-        return None;
-    };
-    Some(drain::host_drain(
-        role.binary(),
-        &role.service_host(name)?,
-        &api_url(cinder, name),
-        volume_names(cinder).len() > 1,
-    ))
+    let api = api_url(cinder, name);
+    match role {
+        Role::Volume(_) => Some(drain::host_drain(
+            role.binary(),
+            drain::Hosts::Named(&role.service_host(name)?),
+            &api,
+            volume_names(cinder).len() > 1,
+        )),
+        Role::Backup if config::backup_replicas(&cinder.spec) > 1 => Some(drain::host_drain(
+            role.binary(),
+            drain::Hosts::EachPod,
+            &api,
+            true,
+        )),
+        Role::Backup | Role::Scheduler | Role::Api => None,
+    }
 }
 
 /// Cinder's API by its Service's DNS name.
@@ -339,6 +349,7 @@ mod tests {
             config_hash: "h",
             installed_release_annotation: Cinder::INSTALLED_RELEASE_ANNOTATION,
             stopped: false,
+            partition: None,
         };
         let workloads = model
             .workloads
@@ -722,6 +733,35 @@ mod tests {
                 "python3 {script} drain {} --bound 120 --quiet 3",
                 host("nfs")
             )]
+        );
+    }
+
+    /// Two or more backup pods are drained one at a time, each under its own
+    /// name (the machine appends it after `--host`) and disabled; a lone one is not.
+    #[test]
+    fn backup_pods_are_drained_one_by_one_only_beside_another() {
+        let backup_drain = |replicas: i32| {
+            let spec = json!({ "backup": { "posixVolumeClaim": "b", "replicas": replicas } });
+            model(&cinder(spec), "c")
+                .workload("c-backup")
+                .and_then(|w| w.drain.clone())
+        };
+        assert_eq!(backup_drain(1), None);
+        let drain = backup_drain(2).expect("drained");
+        assert!(drain.per_pod);
+        let script = "/etc/cinder/cinder.conf.d/ratchet-cinder-drain.py";
+        assert_eq!(
+            drain.drain.join(" "),
+            format!(
+                "python3 {script} drain --api http://c.ns.svc:8776 --binary cinder-backup \
+                 --bound 120 --quiet 3 --disable --host"
+            )
+        );
+        assert_eq!(
+            drain.undrain.join(" "),
+            format!(
+                "python3 {script} undrain --api http://c.ns.svc:8776 --binary cinder-backup --host"
+            )
         );
     }
 }

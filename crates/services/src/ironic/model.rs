@@ -135,6 +135,7 @@ mod tests {
             config_hash: "h",
             installed_release_annotation: Ironic::INSTALLED_RELEASE_ANNOTATION,
             stopped: false,
+            partition: None,
         };
         for workload in &model.workloads {
             let object = serde_json::to_value(

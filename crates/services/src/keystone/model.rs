@@ -131,6 +131,7 @@ mod tests {
             config_hash: "h",
             installed_release_annotation: Keystone::INSTALLED_RELEASE_ANNOTATION,
             stopped: false,
+            partition: None,
         };
         let api = serde_json::to_value(
             render::workload(&owner, &model, &model.workloads[0], &params).expect("renders"),

@@ -13,7 +13,7 @@
 //! `nova-manage db online_data_migrations`, per cell, looped until nothing
 //! is left.
 
-use ratchet_phase_machine::{ExitReason, JobTemplate, Phase, Profile};
+use ratchet_phase_machine::{Advice, ExitReason, JobTemplate, Phase, Profile};
 
 pub const SERVICE: &str = "nova";
 /// Where the rendered configuration is mounted; commands read it with
@@ -124,13 +124,24 @@ pub const STALE_SERVICES_SCRIPT: (&str, &str) = (
     include_str!("stale_services.py"),
 );
 
+/// `ServiceRowsCurrent`: whether the last look found service rows of hosts
+/// the resource does not run (the script's words when it found none).
+pub const STALE_SERVICES: Advice = Advice {
+    condition: "ServiceRowsCurrent",
+    all_clear: "no stale services",
+    clear_reason: "NoStaleServices",
+    found_reason: "StaleServicesFound",
+};
+
 /// Each cell's service rows of hosts the resource's pods are not, named and
 /// (by the spec's choice) forced down, before the check (a stale compute
 /// older than the supported window would fail it) and the roll (whose pins
-/// it would hold). Its summary is quoted in `MigrateComplete`.
+/// it would hold). Its summary is quoted in `MigrateComplete` and kept in
+/// the advisory condition [`STALE_SERVICES`].
 fn stale_services() -> JobTemplate {
     JobTemplate {
         reports: true,
+        advice: Some(STALE_SERVICES),
         ..per_cell(job(
             "stale-services",
             format!("python3 {CONFIG_DIR}/{}", STALE_SERVICES_SCRIPT.0),

@@ -62,6 +62,7 @@ fn params(stopped: bool) -> PodParams<'static> {
         config_hash: "h",
         installed_release_annotation: Neutron::INSTALLED_RELEASE_ANNOTATION,
         stopped,
+        partition: None,
     }
 }
 

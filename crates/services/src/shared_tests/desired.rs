@@ -60,6 +60,7 @@ fn fresh_install_decision(ironic: &Ironic) -> Decision {
                 installed_release: "2026.1".into(),
                 pin: None,
                 stopped: false,
+                partition: None,
             })
             .collect(),
         check_report: None,

@@ -136,6 +136,7 @@ fn api(owner: &Owner, model: &ServiceModel, stopped: bool) -> Value {
         config_hash: "h",
         installed_release_annotation: Placement::INSTALLED_RELEASE_ANNOTATION,
         stopped,
+        partition: None,
     };
     serde_json::to_value(
         render::workload(owner, model, &model.workloads[0], &params).expect("renders"),

@@ -17,6 +17,7 @@ fn params() -> PodParams<'static> {
         config_hash: "h",
         installed_release_annotation: Ironic::INSTALLED_RELEASE_ANNOTATION,
         stopped: false,
+        partition: None,
     }
 }
 
