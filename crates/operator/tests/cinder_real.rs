@@ -344,6 +344,7 @@ async fn a_real_cinder_upgrades_under_load_with_no_failed_request_and_nothing_lo
         hosts
             == [
                 ("cinder-backup", "cinder-backup-0"),
+                ("cinder-backup", "cinder-backup-1"),
                 ("cinder-scheduler", "cinder-scheduler-0"),
                 ("cinder-scheduler", "cinder-scheduler-1"),
                 ("cinder-volume", "cinder-volume-files-a@files-a"),

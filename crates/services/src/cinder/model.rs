@@ -226,10 +226,10 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
 
 /// A volume back end is drained before its restarts (docs/drain.md),
 /// disabled only beside another back end. The backup service is drained pod
-/// by pod, disabled, when it runs two or more: the API then sends new
-/// backups to the others. A lone backup host is not drained: disabled, every
-/// backup request would fail, and waiting alone does not keep the backups
-/// asked for during its restart (its start-up resets them).
+/// by pod, disabled, when it runs two or more: what a pod is working on
+/// finishes before it stops (Cinder's scheduler may still place new backups
+/// on it: docs/cinder.md). A lone backup host is not drained: disabled, every
+/// backup delete and restore would fail.
 fn host_drain(cinder: &Cinder, name: &str, role: &Role) -> Option<HostDrain> {
     let api = api_url(cinder, name);
     match role {
