@@ -38,6 +38,19 @@ fn container(job: &Job) -> Result<k8s_openapi::api::core::v1::Container> {
         .context("job container")
 }
 
+/// The second roll finishes after promotion: waits until the backup service,
+/// the last workload it restarts, carries 2026.2's annotation, and Ready.
+async fn second_roll_done(h: &Harness) -> Result<()> {
+    h.wait_workload("c-backup", "second roll of backup", TIMEOUT, |w| {
+        w.template_annotation("cinder.c5c3.io/installed-release")
+            .as_deref()
+            == Some("2026.2")
+    })
+    .await?;
+    h.wait_ready("c").await?;
+    Ok(())
+}
+
 fn event_index(events: &[Event], reason: &str) -> Option<usize> {
     events
         .iter()
@@ -168,14 +181,7 @@ async fn full_upgrade_runs_every_phase_rolls_in_order_and_rolls_a_second_time() 
     let statuses = StatusRecorder::start(h.api(), "c").await?;
     h.bump("c", "2026.2").await?;
     let done = h.wait_installed("c", "2026.2").await?;
-    // The second roll finishes after promotion; wait for the annotation too.
-    h.wait_workload("c-backup", "second roll of backup", TIMEOUT, |w| {
-        w.template_annotation("cinder.c5c3.io/installed-release")
-            .as_deref()
-            == Some("2026.2")
-    })
-    .await?;
-    h.wait_ready("c").await?;
+    second_roll_done(&h).await?;
 
     // Phases in order, installedRelease promoted only at the end.
     let phases = statuses.phases();
@@ -849,13 +855,7 @@ async fn backup_pods_are_drained_one_at_a_time() -> Result<()> {
     );
     h.bump("c", "2026.2").await?;
     h.wait_installed("c", "2026.2").await?;
-    h.wait_workload("c-backup", "second roll of backup", TIMEOUT, |w| {
-        w.template_annotation("cinder.c5c3.io/installed-release")
-            .as_deref()
-            == Some("2026.2")
-    })
-    .await?;
-    h.wait_ready("c").await?;
+    second_roll_done(&h).await?;
 
     let drained: Vec<String> = h
         .events_for("c")

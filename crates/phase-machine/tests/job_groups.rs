@@ -10,8 +10,14 @@ use support::{Script, World};
 /// Cinder's profile with a per-group Job after the sync and after Expanding's
 /// Job (bit 0), for cells `cell0` and `cell1`.
 fn grouped_world(release: &str) -> World {
+    cells_world(World::grouped(support::cinder_profile(), 0b1), release)
+}
+
+/// A world of `profile` installed at `release` with Cinder's scheduler and
+/// API, for cells `cell0` and `cell1`.
+fn cells_world(profile: Profile, release: &str) -> World {
     let mut w = World::new(
-        World::grouped(support::cinder_profile(), 0b1),
+        profile,
         release,
         release,
         &[("c-scheduler", true), ("c", false)],
@@ -211,14 +217,7 @@ fn advising_world() -> World {
         advice: Some(STALE),
         ..JobTemplate::default()
     });
-    let mut w = World::new(
-        profile,
-        "2026.1",
-        "2026.1",
-        &[("c-scheduler", true), ("c", false)],
-    );
-    w.obs.job_groups = vec!["cell0".into(), "cell1".into()];
-    w
+    cells_world(profile, "2026.1")
 }
 
 fn says(w: &mut World, key: &str, message: &str) {
