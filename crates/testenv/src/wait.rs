@@ -80,7 +80,13 @@ where
         None
     })
     .await;
-    found_in_time(outcome, what, timeout, || format!("{last:#?}"))
+    found_in_time(outcome, what, timeout, || {
+        // Managed fields would bury the status a failing test needs to show.
+        if let Some(obj) = last.as_mut() {
+            obj.meta_mut().managed_fields = None;
+        }
+        format!("{last:#?}")
+    })
 }
 
 /// What a bounded wait found, or the timeout with the last state seen.
