@@ -4,6 +4,12 @@ Shipped in the service's ConfigMap (the image is the service's own, so the
 only runtime it is sure to have is the service's Python). Exit 0 means ready;
 anything else, with a one-line reason on stderr, means not ready.
 
+  --patience <seconds> (before the check's name)
+      While not ready, look again twice a second for that long before saying
+      so: a starting process is then ready as soon as it proves it (its first
+      heartbeat, its first answer), not one probe period later. The kubelet's
+      timeout must leave room for it and for the interpreter's start.
+
   http <port> <path> [<json-body>]
       The API answers <path> on localhost without a server error (a GET, or
       with a body a POST of it). 401/403 count as serving: a pipeline that
@@ -39,13 +45,17 @@ import os
 import re
 import socket
 import sys
+import time
 
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+class NotReady(Exception):
+    """One look found the process not ready; the reason is the message."""
+
+
 def fail(reason):
-    print("not ready: " + reason, file=sys.stderr)
-    sys.exit(1)
+    raise NotReady(reason)
 
 
 def check_http(port, path, body=None):
@@ -167,7 +177,7 @@ def check_counter_grew(counter, count, state_file, started):
         fail("no heartbeat since start-up (%s still %s)" % (counter, count))
 
 
-def main(argv):
+def check(argv):
     if len(argv) in (3, 4) and argv[0] == "http":
         check_http(*argv[1:])
     elif len(argv) >= 4 and argv[0] == "heartbeat":
@@ -179,11 +189,37 @@ def main(argv):
     elif argv == ["database"]:
         check_database()
     else:
-        fail(
-            "usage: http <port> <path> | heartbeat <table> <max-age> <column>=<value>... | "
+        raise ValueError(
+            "usage: [--patience <seconds>] http <port> <path> | heartbeat <table> <max-age> <column>=<value>... | "
             "heartbeats <table> <max-age> <counter> <state-file> <column>=<value>... | "
             "reported <table> <max-age> <timestamp-column> <column>=<value>... | database"
         )
+
+
+def main(argv):
+    patience = 0.0
+    if argv[:1] == ["--patience"] and len(argv) >= 2:
+        try:
+            patience = float(argv[1])
+        except ValueError:
+            patience = -1.0
+        if not 0 <= patience <= 600:
+            print("not ready: --patience takes seconds from 0 to 600, not %r" % argv[1], file=sys.stderr)
+            sys.exit(2)
+        argv = argv[2:]
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            check(argv)
+            return
+        except ValueError as usage:
+            print("not ready: %s" % usage, file=sys.stderr)
+            sys.exit(2)
+        except NotReady as reason:
+            if time.monotonic() + 0.5 > deadline:
+                print("not ready: %s" % reason, file=sys.stderr)
+                sys.exit(1)
+        time.sleep(0.5)
 
 
 if __name__ == "__main__":

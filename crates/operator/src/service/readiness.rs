@@ -14,40 +14,57 @@ pub fn script() -> (&'static str, String) {
     (SCRIPT_FILE, SCRIPT.to_string())
 }
 
-fn command(config_dir: &str, args: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut command = vec!["python3".to_string(), format!("{config_dir}/{SCRIPT_FILE}")];
+/// How long a check keeps looking before it says "not ready": its period
+/// less 2 s for the interpreter's start and the last look (the kubelet's
+/// timeout is the period). A starting process is then Ready as soon as it
+/// proves it, not a probe period later (issue 42); what a check asks is
+/// unchanged.
+fn patience(period_seconds: i32) -> i32 {
+    (period_seconds - 2).max(0)
+}
+
+fn command(
+    config_dir: &str,
+    period_seconds: i32,
+    args: impl IntoIterator<Item = String>,
+) -> Readiness {
+    let mut command = vec![
+        "python3".to_string(),
+        format!("{config_dir}/{SCRIPT_FILE}"),
+        "--patience".to_string(),
+        patience(period_seconds).to_string(),
+    ];
     command.extend(args);
-    command
+    Readiness {
+        command,
+        period_seconds,
+    }
 }
 
 /// The API answers `path` on `port` without a server error (401 counts: its
 /// authentication is up).
 pub fn api(config_dir: &str, port: i32, path: &str) -> Readiness {
-    Readiness {
-        command: command(
-            config_dir,
-            ["http".to_string(), port.to_string(), path.to_string()],
-        ),
-        period_seconds: 5,
-    }
+    command(
+        config_dir,
+        5,
+        ["http".to_string(), port.to_string(), path.to_string()],
+    )
 }
 
 /// The API answers a POST of `body` (JSON) to `path` on `port` without a
 /// server error: for a check that must reach the service's database (e.g.
 /// authenticating a user that does not exist: 401 when the lookup worked).
 pub fn api_post(config_dir: &str, port: i32, path: &str, body: &str) -> Readiness {
-    Readiness {
-        command: command(
-            config_dir,
-            [
-                "http".to_string(),
-                port.to_string(),
-                path.to_string(),
-                body.to_string(),
-            ],
-        ),
-        period_seconds: 5,
-    }
+    command(
+        config_dir,
+        5,
+        [
+            "http".to_string(),
+            port.to_string(),
+            path.to_string(),
+            body.to_string(),
+        ],
+    )
 }
 
 /// A filter value standing for the container's host name (the pod's name).
@@ -123,10 +140,7 @@ pub fn reported(
 /// The database answers a query: for a process whose work is the database's
 /// and that writes no row of its own to show it lives (periodic tasks).
 pub fn database(config_dir: &str) -> Readiness {
-    Readiness {
-        command: command(config_dir, ["database".to_string()]),
-        period_seconds: 10,
-    }
+    command(config_dir, 10, ["database".to_string()])
 }
 
 fn row_check(
@@ -147,10 +161,7 @@ fn row_check(
                 .iter()
                 .map(|(column, value)| format!("{column}={value}")),
         );
-    Readiness {
-        command: command(config_dir, args),
-        period_seconds: 10,
-    }
+    command(config_dir, 10, args)
 }
 
 #[cfg(test)]
@@ -374,6 +385,48 @@ mod tests {
     }
 
     #[test]
+    fn with_patience_a_check_is_ready_at_the_first_heartbeat_and_otherwise_says_why_in_time() {
+        use std::time::{Duration, Instant};
+        let this = this_host();
+        let db = HeartbeatDb::with(&[(&this, 5, 7)]);
+        let state = db.dir.join("state");
+        let args = [
+            "--patience",
+            "8",
+            "heartbeats",
+            "services",
+            "60",
+            "report_count",
+            state.to_str().expect("a UTF-8 path"),
+        ];
+        let started = Instant::now();
+        let verdict = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // The report comes a second after the check's first look.
+                while !state.exists() && started.elapsed() < Duration::from_secs(30) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                std::thread::sleep(Duration::from_secs(1));
+                db.exec("UPDATE services SET report_count = 8, updated_at = datetime('now');");
+            });
+            db.check(&args, None, false)
+        });
+        assert_eq!(verdict, (true, String::new()), "one probe sees the report");
+        assert!(started.elapsed() < Duration::from_secs(8));
+
+        let started = Instant::now();
+        let args = ["--patience", "1", "heartbeat", "services", "60"];
+        let (ready, why) = HeartbeatDb::with(&[]).check(&args, None, false);
+        assert!(!ready && why.contains("no services row"), "{why}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(500),
+            "it looked again before saying so"
+        );
+        let (ready, why) = db.check_with(&["--patience", "x", "database"], &[]);
+        assert!(!ready && why.contains("--patience takes seconds"), "{why}");
+    }
+
+    #[test]
     fn the_heartbeat_check_passes_a_fresh_row_of_this_host_written_since_the_start_only() {
         let this = this_host();
         let this = this.as_str();
@@ -447,6 +500,8 @@ mod tests {
             [
                 "python3",
                 "/etc/cinder/ratchet-readiness.py",
+                "--patience",
+                "3",
                 "http",
                 "8776",
                 "/v3/"
@@ -463,6 +518,8 @@ mod tests {
             [
                 "python3",
                 "/etc/cinder/ratchet-readiness.py",
+                "--patience",
+                "8",
                 "heartbeat",
                 "services",
                 "60",

@@ -593,7 +593,7 @@ mod tests {
         let checks: Vec<(&str, String)> = model
             .workloads
             .iter()
-            .map(|w| (w.name.as_str(), w.readiness.command[2..].join(" ")))
+            .map(|w| (w.name.as_str(), w.readiness.command[4..].join(" ")))
             .collect();
         let heartbeat = |binary: &str, host: &str| {
             format!(

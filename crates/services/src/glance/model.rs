@@ -185,6 +185,8 @@ mod tests {
             json!([
                 "python3",
                 "/etc/glance/glance.conf.d/ratchet-readiness.py",
+                "--patience",
+                "3",
                 "http",
                 "9292",
                 "/v2/images?limit=1"

@@ -637,6 +637,15 @@ async fn terminate(
         .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
 }
 
+/// A probe's cadence, as the kubelet's prober worker keeps it: one attempt
+/// every period from the start of the last (a ticker that skips the ticks a
+/// long attempt missed), not a period after the attempt's end.
+fn probe_ticks(period: Duration) -> tokio::time::Interval {
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    ticks
+}
+
 async fn readiness_loop(
     probe: Probe,
     container: Container,
@@ -647,8 +656,10 @@ async fn readiness_loop(
 ) {
     let timing = probes::timing(&probe);
     tokio::time::sleep(timing.initial_delay).await;
+    let mut ticks = probe_ticks(timing.period);
     let (mut successes, mut failures, mut ready) = (0u32, 0u32, false);
     loop {
+        ticks.tick().await;
         let ok = probes::attempt(&probe, &container, &target, &node, timing.timeout).await;
         if ok {
             successes += 1;
@@ -669,7 +680,6 @@ async fn readiness_loop(
             shared.update(slot, |c| c.ready = ready);
             shared.publish().await;
         }
-        tokio::time::sleep(timing.period).await;
     }
 }
 
@@ -686,8 +696,10 @@ async fn startup_phase(
     };
     let timing = probes::timing(&probe);
     tokio::time::sleep(timing.initial_delay).await;
+    let mut ticks = probe_ticks(timing.period);
     let mut failures = 0u32;
     loop {
+        ticks.tick().await;
         if probes::attempt(&probe, &container, &target, &node, timing.timeout).await {
             return true;
         }
@@ -695,7 +707,6 @@ async fn startup_phase(
         if failures >= timing.failure_threshold {
             return false;
         }
-        tokio::time::sleep(timing.period).await;
     }
 }
 
@@ -708,8 +719,10 @@ async fn liveness_loop(
 ) {
     let timing = probes::timing(&probe);
     tokio::time::sleep(timing.initial_delay).await;
+    let mut ticks = probe_ticks(timing.period);
     let mut failures = 0u32;
     loop {
+        ticks.tick().await;
         if probes::attempt(&probe, &container, &target, &node, timing.timeout).await {
             failures = 0;
         } else {
@@ -719,7 +732,6 @@ async fn liveness_loop(
                 return;
             }
         }
-        tokio::time::sleep(timing.period).await;
     }
 }
 
