@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, bail, ensure};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -395,8 +396,9 @@ impl LoadFigures {
     }
 }
 
-/// One roll of a workload: from when its new template was seen to when every
-/// replica was updated and ready again.
+/// One span of an upgrade's own work: a workload's roll, from when its new
+/// template was seen to when every replica was updated and ready again, or a
+/// Job's run (`workload` is then `job/<name>`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Roll {
     pub workload: String,
@@ -420,8 +422,11 @@ fn covered(spans: impl Iterator<Item = (f64, f64)>, wall: f64) -> f64 {
 }
 
 /// Watches the namespace's Deployments and StatefulSets and times every roll
-/// (the second roll's too): the part of an upgrade that is the workloads'
-/// own, beside its Jobs; the rest of its wall time is Ratchet's.
+/// (the second roll's too), and its Jobs and times each from its first sight
+/// running to its verdict: the part of an upgrade that is the workloads' and
+/// Jobs' own; the rest of its wall time is Ratchet's. Jobs are timed here, not
+/// read afterwards, because a drain Job of the second roll replaces the first
+/// roll's of the same name.
 pub struct RollClock {
     rolls: Arc<Mutex<Vec<Roll>>>,
     task: tokio::task::JoinHandle<()>,
@@ -444,16 +449,28 @@ impl RollClock {
         .applied_objects()
         .map(|s| s.map(|s| rollout_of_stateful_set(&s)))
         .boxed();
+        let jobs = watcher::watcher(
+            Api::<Job>::namespaced(client.clone(), NAMESPACE),
+            watcher::Config::default(),
+        )
+        .applied_objects()
+        .map(|j| j.map(|j| Seen::Job(run_of_job(&j))))
+        .boxed();
         let into = rolls.clone();
         let task = tokio::spawn(async move {
-            let mut seen = stream::select(deployments, sets);
-            let mut timer = RollTimer::default();
+            let workloads = stream::select(deployments, sets).map(|r| r.map(Seen::Workload));
+            let mut seen = stream::select(workloads, jobs);
+            let (mut timer, mut job_timer) = (RollTimer::default(), JobTimer::default());
             while let Some(next) = seen.next().await {
-                let Ok(rollout) = next else { continue };
-                if let Some(roll) = timer.observe(rollout, Instant::now())
+                let span = match next {
+                    Ok(Seen::Workload(rollout)) => timer.observe(rollout, Instant::now()),
+                    Ok(Seen::Job(run)) => job_timer.observe(run, Instant::now()),
+                    Err(_) => None,
+                };
+                if let Some(span) = span
                     && let Ok(mut rolls) = into.lock()
                 {
-                    rolls.push(roll);
+                    rolls.push(span);
                 }
             }
         });
@@ -464,6 +481,62 @@ impl RollClock {
     pub fn stop(self) -> Vec<Roll> {
         self.task.abort();
         self.rolls.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// A change the clock watches.
+enum Seen {
+    Workload(Rollout),
+    Job(JobRun),
+}
+
+/// What a Job's status says of its run.
+#[derive(Clone, Debug, PartialEq)]
+struct JobRun {
+    uid: String,
+    name: String,
+    finished: bool,
+}
+
+fn run_of_job(j: &Job) -> JobRun {
+    let finished = j
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.status == "True"
+                    && matches!(
+                        c.type_.as_str(),
+                        "Complete" | "SuccessCriteriaMet" | "Failed" | "FailureTarget"
+                    )
+            })
+        });
+    JobRun {
+        uid: j.metadata.uid.clone().unwrap_or_default(),
+        name: j.name_any(),
+        finished,
+    }
+}
+
+/// Times a Job from its first sight unfinished to its verdict; a Job first
+/// seen finished ran before the clock started and is not counted.
+#[derive(Default)]
+struct JobTimer {
+    running: HashMap<String, Instant>,
+}
+
+impl JobTimer {
+    fn observe(&mut self, run: JobRun, now: Instant) -> Option<Roll> {
+        if !run.finished {
+            self.running.entry(run.uid).or_insert(now);
+            return None;
+        }
+        self.running.remove(&run.uid).map(|began| Roll {
+            workload: format!("job/{}", run.name),
+            began,
+            ended: now,
+        })
     }
 }
 
@@ -544,6 +617,43 @@ mod tests {
             generation,
             complete,
         }
+    }
+
+    #[test]
+    fn a_job_is_timed_from_its_first_sight_running_to_its_verdict() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let run = |uid: &str, finished| JobRun {
+            uid: uid.into(),
+            name: "cinder-drain-cinder-volume-a".into(),
+            finished,
+        };
+        let mut timer = JobTimer::default();
+        assert_eq!(
+            timer.observe(run("before", true), at(0)),
+            None,
+            "ran before the clock"
+        );
+        assert_eq!(timer.observe(run("first", false), at(10)), None);
+        assert_eq!(timer.observe(run("first", false), at(12)), None);
+        let first = timer.observe(run("first", true), at(15));
+        assert_eq!(
+            first.map(|r| (r.workload, r.began, r.ended)),
+            Some((
+                "job/cinder-drain-cinder-volume-a".to_string(),
+                at(10),
+                at(15)
+            ))
+        );
+        // The same name again (the second roll's Job): a span of its own.
+        assert_eq!(timer.observe(run("second", false), at(40)), None);
+        let second = timer.observe(run("second", true), at(46));
+        assert_eq!(second.map(|r| (r.began, r.ended)), Some((at(40), at(46))));
+        assert_eq!(
+            timer.observe(run("second", true), at(50)),
+            None,
+            "counted once"
+        );
     }
 
     #[test]
