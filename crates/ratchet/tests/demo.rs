@@ -129,9 +129,27 @@ fn demo_upgrades_an_ironic_and_recovers_forward_past_the_point_of_no_return() {
     );
 }
 
-/// `ratchet` with `args` and `envs`, as the user `uid` when given.
+/// `ratchet` with `args` and `envs`, as the user `uid` when given: then a
+/// copy of the binary in a directory that user can enter (the build may live
+/// under root's home, which it cannot).
 fn ratchet_as(uid: Option<u32>, args: &[&str], envs: &[(&str, &Path)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ratchet"));
+    let built = Path::new(env!("CARGO_BIN_EXE_ratchet"));
+    let copy = tempfile::tempdir().expect("a directory for the binary");
+    let binary = match uid {
+        Some(_) => {
+            let open = |path: &Path, mode| {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                    .expect("permissions")
+            };
+            let binary = copy.path().join("ratchet");
+            std::fs::copy(built, &binary).expect("the binary copied");
+            open(copy.path(), 0o755);
+            open(&binary, 0o755);
+            binary
+        }
+        None => built.to_path_buf(),
+    };
+    let mut command = Command::new(binary);
     command.args(args).env("RUST_BACKTRACE", "1");
     for (key, value) in envs {
         command.env(key, value);
