@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, ensure};
+use anyhow::{Context as _, Result, bail, ensure};
 use common::{Harness, Log, TIMEOUT};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -1023,7 +1023,30 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
                 == Some(&format!("{REPO}:2026.2-p1")[..])
         },
     )
-    .await?;
+    .await;
+    let bumped = match bumped {
+        Ok(bumped) => bumped,
+        // Once seen in CI, not since: the next time, say what held the sync.
+        Err(timeout) => {
+            let ironic = h.api::<Ironic>().get("i").await?;
+            let jobs: Vec<String> = h
+                .api::<Job>()
+                .list(&Default::default())
+                .await?
+                .iter()
+                .map(|j| {
+                    format!(
+                        "{:?} {:?} {:?}",
+                        j.metadata.name, j.metadata.annotations, j.status
+                    )
+                })
+                .collect();
+            bail!(
+                "{timeout}\nIronic's status: {:#?}\nJobs: {jobs:#?}",
+                ironic.status
+            );
+        }
+    };
     ensure!(pinned_template(bumped.spec.as_ref().map(|s| &s.template)).is_none());
     let done = wait_settled(&h, "2026.2").await?;
     ensure!(
