@@ -23,7 +23,8 @@ fn patience(period_seconds: i32) -> i32 {
     (period_seconds - 2).max(0)
 }
 
-fn command(
+/// The check `args` of the script, run every `period_seconds`.
+fn check(
     config_dir: &str,
     period_seconds: i32,
     args: impl IntoIterator<Item = String>,
@@ -44,7 +45,7 @@ fn command(
 /// The API answers `path` on `port` without a server error (401 counts: its
 /// authentication is up).
 pub fn api(config_dir: &str, port: i32, path: &str) -> Readiness {
-    command(
+    check(
         config_dir,
         5,
         ["http".to_string(), port.to_string(), path.to_string()],
@@ -55,7 +56,7 @@ pub fn api(config_dir: &str, port: i32, path: &str) -> Readiness {
 /// server error: for a check that must reach the service's database (e.g.
 /// authenticating a user that does not exist: 401 when the lookup worked).
 pub fn api_post(config_dir: &str, port: i32, path: &str, body: &str) -> Readiness {
-    command(
+    check(
         config_dir,
         5,
         [
@@ -140,7 +141,7 @@ pub fn reported(
 /// The database answers a query: for a process whose work is the database's
 /// and that writes no row of its own to show it lives (periodic tasks).
 pub fn database(config_dir: &str) -> Readiness {
-    command(config_dir, 10, ["database".to_string()])
+    check(config_dir, 10, ["database".to_string()])
 }
 
 fn row_check(
@@ -161,7 +162,7 @@ fn row_check(
                 .iter()
                 .map(|(column, value)| format!("{column}={value}")),
         );
-    command(config_dir, 10, args)
+    check(config_dir, 10, args)
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::NAMESPACE;
 use super::subject::{KEYSTONE, MEMCACHED, Service, password_secret};
-use crate::timeline::Timeline;
+use crate::timeline::{JobVerdict, Timeline, job_verdict};
 
 /// The quiet window before the upgrade: the client's latencies in steady state.
 pub const STEADY_WINDOW: Duration = Duration::from_secs(20);
@@ -499,23 +499,10 @@ struct JobRun {
 }
 
 fn run_of_job(j: &Job) -> JobRun {
-    let finished = j
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.status == "True"
-                    && matches!(
-                        c.type_.as_str(),
-                        "Complete" | "SuccessCriteriaMet" | "Failed" | "FailureTarget"
-                    )
-            })
-        });
     JobRun {
         uid: j.metadata.uid.clone().unwrap_or_default(),
         name: j.name_any(),
-        finished,
+        finished: job_verdict(j) != JobVerdict::Running,
     }
 }
 

@@ -19,6 +19,7 @@ use super::NAMESPACE;
 use super::real::Counters;
 use super::subject::{Service, observed_current};
 use crate::resource_status::{condition, status_text};
+use crate::timeline::{JobVerdict, job_verdict};
 
 const LIMIT: Duration = Duration::from_secs(300);
 /// With a client running: the longest the demo stays silent (a line with
@@ -193,22 +194,11 @@ impl Follower {
 
     fn on_job(&mut self, j: &Job) {
         let name = j.metadata.name.clone().unwrap_or_default();
-        let verdict = j
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| {
-                cs.iter()
-                    .find_map(|c| match (c.type_.as_str(), c.status.as_str()) {
-                        ("Complete" | "SuccessCriteriaMet", "True") => {
-                            Some("succeeded".to_string())
-                        }
-                        ("Failed" | "FailureTarget", "True") => {
-                            Some(format!("failed ({})", c.reason.clone().unwrap_or_default()))
-                        }
-                        _ => None,
-                    })
-            });
+        let verdict = match job_verdict(j) {
+            JobVerdict::Running => None,
+            JobVerdict::Succeeded => Some("succeeded".to_string()),
+            JobVerdict::Failed(reason) => Some(format!("failed ({reason})")),
+        };
         let uid = j.metadata.uid.clone().unwrap_or_default();
         match verdict {
             Some(verdict) if self.jobs_finished.insert(uid.clone()) => {

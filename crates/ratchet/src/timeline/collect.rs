@@ -6,7 +6,7 @@ use anyhow::Context;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
@@ -160,24 +160,33 @@ async fn events(client: &Client, namespace: &str, uid: &str) -> anyhow::Result<V
     Ok(events)
 }
 
-fn job_record(job: &Job, pods: &[Pod]) -> JobRecord {
-    let status = job.status.clone().unwrap_or_default();
-    let condition = |kinds: &[&str]| {
-        status
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| kinds.contains(&c.type_.as_str()) && c.status == "True")
-            .cloned()
-    };
-    let failed = condition(&["Failed", "FailureTarget"]);
-    let verdict = if condition(&["Complete", "SuccessCriteriaMet"]).is_some() {
+/// The first condition of `job` among `kinds` that is true.
+fn true_condition(job: &Job, kinds: &[&str]) -> Option<JobCondition> {
+    job.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| kinds.contains(&c.type_.as_str()) && c.status == "True")
+        .cloned()
+}
+
+/// The Job controller's verdict on `job`; its early verdicts
+/// (`SuccessCriteriaMet`, `FailureTarget`) count.
+pub fn job_verdict(job: &Job) -> JobVerdict {
+    if true_condition(job, &["Complete", "SuccessCriteriaMet"]).is_some() {
         JobVerdict::Succeeded
-    } else if let Some(c) = &failed {
-        JobVerdict::Failed(c.reason.clone().unwrap_or_default())
+    } else if let Some(c) = true_condition(job, &["Failed", "FailureTarget"]) {
+        JobVerdict::Failed(c.reason.unwrap_or_default())
     } else {
         JobVerdict::Running
-    };
+    }
+}
+
+fn job_record(job: &Job, pods: &[Pod]) -> JobRecord {
+    let status = job.status.clone().unwrap_or_default();
+    let failed = true_condition(job, &["Failed", "FailureTarget"]);
+    let verdict = job_verdict(job);
     let uid = job.metadata.uid.as_deref().unwrap_or_default();
     let mut attempts: Vec<&Pod> = pods.iter().filter(|p| owned_by(&p.metadata, uid)).collect();
     attempts.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));

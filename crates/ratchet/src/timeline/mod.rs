@@ -19,7 +19,9 @@ use ratchet_operator::service::OpenStackService;
 use ratchet_phase_machine::Profile;
 
 pub use build::Timeline;
+pub(crate) use collect::job_verdict;
 use ratchet_services::{Registry, Services};
+pub(crate) use record::JobVerdict;
 use record::Record;
 
 #[derive(Args)]
