@@ -149,6 +149,22 @@ pub struct UpgradePolicy {
     /// `OutageNotAllowed` before stopping anything. Default false.
     #[serde(default)]
     pub allow_outage: bool,
+    /// How many workloads of one role restart at once in a roll, where a role
+    /// has several (a Cinder's volume back ends, independent hosts): each is
+    /// drained, restarted and given back on its own, and the next role waits
+    /// for all of them. Default 1, one after another, as seed `000`'s strict
+    /// gate has it; more shortens the roll of many back ends and lengthens the
+    /// time old and new code run side by side on fewer of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_parallel: Option<u32>,
+}
+
+impl UpgradePolicy {
+    /// The bound the phase machine rolls by (`SpecView::max_parallel`).
+    pub fn parallel_bound(policy: Option<&UpgradePolicy>) -> u32 {
+        policy.and_then(|p| p.max_parallel).unwrap_or(1).max(1)
+    }
 }
 
 // The status every service stores, with the service's own vocabulary of

@@ -19,7 +19,7 @@ pub struct Bench {
     pub admin: Client,
     pub counter: RequestCounter,
     pub operator: OperatorHandle,
-    _kubelet: SimKubelet,
+    pub kubelet: SimKubelet,
     _cluster: LocalCluster,
 }
 
@@ -37,7 +37,7 @@ impl Bench {
             admin,
             counter,
             operator,
-            _kubelet: kubelet,
+            kubelet,
             _cluster: cluster,
         })
     }

@@ -14,6 +14,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use ratchet_services::cinder::v1beta1::Cinder;
 use ratchet_testenv::wait::until;
+use ratchet_testenv::{Behaviour, PodSelector};
 
 use crate::setup::{Bench, REPO, mean_reconcile_seconds, settled_at, slow_reconciles};
 use crate::stats::summary;
@@ -30,14 +31,25 @@ pub struct UpgradeArgs {
     /// an operator joins has long paid.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
+    /// Volume back ends of the Cinder (b1, b2, …).
+    #[arg(long, default_value_t = 1)]
+    back_ends: usize,
+    /// `spec.upgrade.maxParallel`: back ends restarted at once (unset: the default, 1).
+    #[arg(long)]
+    max_parallel: Option<u32>,
+    /// Milliseconds a started pod takes to be Ready (0: at once). A real worker
+    /// needs a heartbeat: batching matters only when pods take time.
+    #[arg(long, default_value_t = 0)]
+    ready_delay_ms: u64,
 }
 
-const ROLL_ORDER: [&str; 4] = [
-    "cinder-scheduler",
-    "cinder-volume-b1",
-    "cinder-backup",
-    "cinder",
-];
+/// The roll's workloads in order, when they roll strictly one after another.
+fn roll_order(back_ends: &[String]) -> Vec<String> {
+    std::iter::once("cinder-scheduler".to_string())
+        .chain(back_ends.iter().map(|b| format!("cinder-volume-{b}")))
+        .chain(["cinder-backup".to_string(), "cinder".to_string()])
+        .collect()
+}
 
 /// What the benchmark saw, when.
 #[derive(Debug)]
@@ -180,7 +192,7 @@ struct Reacted {
 /// Reaction times: from each trigger to the reaction the operator owes it (the
 /// first time that reaction is seen at all; a reaction seen before the trigger,
 /// through the other watch, counts as zero).
-fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<Reacted> {
+fn reactions(seen: &[(Instant, Seen)], target: &str, roll: &[String]) -> Vec<Reacted> {
     let first = |from: Instant, pred: Reaction| {
         seen.iter()
             .find(|(t, s)| *t >= from && pred(s))
@@ -215,7 +227,7 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<Reacted> {
             });
         }
     }
-    for (i, name) in ROLL_ORDER.iter().enumerate() {
+    for (i, name) in roll.iter().enumerate() {
         let done = format!("{name}@{target_image}");
         let Some(t) = first(
             seen[0].0,
@@ -223,7 +235,7 @@ fn reactions(seen: &[(Instant, Seen)], target: &str) -> Vec<Reacted> {
         ) else {
             continue;
         };
-        let reaction = match ROLL_ORDER.get(i + 1) {
+        let reaction = match roll.get(i + 1) {
             Some(next) => first(
                 seen[0].0,
                 &|s| matches!(s, Seen::TemplateChanged(n, img) if n == next && *img == target_image),
@@ -260,18 +272,34 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
             .map(|t| t.to_string())
             .unwrap_or_default()
     };
+    let back_ends: Vec<String> = (1..=args.back_ends.max(1))
+        .map(|i| format!("b{i}"))
+        .collect();
+    let names: Vec<&str> = back_ends.iter().map(String::as_str).collect();
+    // Rollout → next workload is a reaction only when the roll is strictly sequential.
+    let roll = match args.max_parallel {
+        Some(bound) if bound > 1 && back_ends.len() > 1 => Vec::new(),
+        _ => roll_order(&back_ends),
+    };
+    // Sized to the fleet: a hundred back ends roll twice.
+    let timeout = Duration::from_secs(300 + 10 * back_ends.len() as u64);
     for run in 0..args.warmup + args.runs {
         let ns = format!("upgrade-{run}");
-        let (api, cinder) = bench.namespace(&ns, "2026.1", &["b1"]).await?;
+        let (api, mut cinder) = bench.namespace(&ns, "2026.1", &names).await?;
+        if let Some(bound) = args.max_parallel {
+            cinder.spec.upgrade = Some(ratchet_api::common::UpgradePolicy {
+                max_parallel: Some(bound),
+                ..Default::default()
+            });
+        }
+        if args.ready_delay_ms > 0 {
+            bench.kubelet.scenarios().add(
+                PodSelector::namespace(&ns),
+                Behaviour::default().with_ready_delay(Duration::from_millis(args.ready_delay_ms)),
+            );
+        }
         api.create(&PostParams::default(), &cinder).await?;
-        until(
-            &api,
-            "cinder",
-            Duration::from_secs(120),
-            "installed",
-            settled_at("2026.1"),
-        )
-        .await?;
+        until(&api, "cinder", timeout, "installed", settled_at("2026.1")).await?;
 
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let recorder = tokio::spawn(record(bench.admin.clone(), ns.clone(), stop_rx));
@@ -289,15 +317,9 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         let patch = serde_json::json!({ "spec": { "openStackRelease": "2026.2", "image": { "reference": { "tag": "2026.2" } } } });
         api.patch("cinder", &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
-        until(
-            &api,
-            "cinder",
-            Duration::from_secs(300),
-            "upgraded",
-            settled_at("2026.2"),
-        )
-        .await
-        .context("upgrade")?;
+        until(&api, "cinder", timeout, "upgraded", settled_at("2026.2"))
+            .await
+            .context("upgrade")?;
         let took = started.elapsed();
         let counted = bench.counter.take_by_class();
         let _ = stop_tx.send(());
@@ -310,7 +332,7 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         for (class, n) in counted {
             *classes.entry(class).or_default() += n;
         }
-        for reacted in reactions(&seen, "2026.2") {
+        for reacted in reactions(&seen, "2026.2", &roll) {
             all_reactions.push(reacted.took);
             let at = wall(reacted.triggered);
             worst.push((
@@ -333,8 +355,14 @@ pub async fn run(args: UpgradeArgs) -> anyhow::Result<()> {
         crate::setup::failed_passes(&metrics)
     );
     bench.operator.stop().await;
+    let pods = match args.ready_delay_ms {
+        0 => "instant pods".to_string(),
+        ms => format!("pods Ready {ms} ms after start"),
+    };
     println!(
-        "full upgrade 2026.1 → 2026.2 (1 back end, instant pods), incl. second roll: {}",
+        "full upgrade 2026.1 → 2026.2 ({} back ends, maxParallel {}, {pods}), incl. second roll: {}",
+        back_ends.len(),
+        args.max_parallel.unwrap_or(1),
         summary(&walls)
     );
     println!(

@@ -30,6 +30,10 @@ pub struct SpecView {
     /// Whether the spec allows stopping workloads for a phase's offline step
     /// (an outage the operator of the cloud opted into).
     pub allows_outage: bool,
+    /// How many workloads of one role (`WorkloadId::role`: a Cinder's back
+    /// ends, say) may roll at once; roles still roll one after another.
+    /// At least 1.
+    pub max_parallel: u32,
     /// Why the resource's extra configuration cannot be used (each message
     /// names the field); empty when it can.
     pub invalid_config: Vec<String>,
@@ -148,6 +152,10 @@ pub struct WorkloadId {
     pub replicas: Replicas,
     /// How its host is drained before its pods restart, if it is.
     pub drain: Option<HostDrain>,
+    /// Workloads of one role (adjacent in roll order) are independent hosts:
+    /// `SpecView::max_parallel` of them may roll at once. Its component when
+    /// it has no such peers.
+    pub role: String,
 }
 
 /// How a workload's host is taken out of service before its pods restart

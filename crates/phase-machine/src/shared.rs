@@ -1,5 +1,7 @@
 //! Pieces both the steady state and an upgrade use.
 
+use std::collections::HashMap;
+
 use ratchet_release::{ImageRef, Release, lockstep_mismatch};
 
 use crate::conditions::{Verdict, standard};
@@ -195,27 +197,28 @@ impl WorkloadParams {
     /// they are.
     pub fn ordered_roll(&self, obs: &Observed) -> Roll {
         let mut roll = Roll::default();
-        let mut earlier_done = true;
+        let mut gate = RoleGate::new(obs.spec.max_parallel, &obs.desired_workloads);
         for workload in &obs.desired_workloads {
+            let may_start = gate.may_start(&workload.role);
             let live = obs.workloads.get(&workload.name);
             let current = live.is_some_and(|l| self.current(obs, workload, l));
             match (&workload.drain, live) {
                 (Some(drain), Some(live))
-                    if drain.per_pod && earlier_done && self.pods_to_roll(obs, workload, live) =>
+                    if drain.per_pod && may_start && self.pods_to_roll(obs, workload, live) =>
                 {
                     self.drain_pods(obs, workload, drain, live, &mut roll);
-                    earlier_done = false;
+                    gate.record(false);
                     continue;
                 }
-                (Some(drain), Some(_)) if !drain.per_pod && earlier_done && !current => {
+                (Some(drain), Some(_)) if !drain.per_pod && may_start && !current => {
                     self.drain(obs, workload, drain, &mut roll)
                 }
-                _ if earlier_done || live.is_none() || current => {
+                _ if may_start || live.is_none() || current => {
                     roll.workloads.push(self.apply_holding(obs, workload, live));
                 }
                 _ => {}
             }
-            earlier_done &= self.settled(obs, workload) && self.returned(obs, workload, &mut roll);
+            gate.record(self.settled(obs, workload) && self.returned(obs, workload, &mut roll));
         }
         roll
     }
@@ -264,6 +267,56 @@ impl WorkloadParams {
             roll.returning(host, after);
         }
         returned
+    }
+}
+
+/// Which workload of a roll may start: every earlier role's workloads have
+/// settled and been given back, and fewer than the bound of its own role's
+/// have not (roles are runs of one `WorkloadId::role` in roll order). A role
+/// of several workloads always keeps one in service: its others' drains move
+/// work there (a Cinder back end disabled beside another), so the bound is at
+/// most its size less one.
+struct RoleGate<'a> {
+    max_parallel: usize,
+    sizes: HashMap<&'a str, usize>,
+    role: Option<&'a str>,
+    bound: usize,
+    earlier_roles_done: bool,
+    unfinished_in_role: usize,
+}
+
+impl<'a> RoleGate<'a> {
+    fn new(max_parallel: u32, workloads: &'a [WorkloadId]) -> RoleGate<'a> {
+        let mut sizes = HashMap::new();
+        for workload in workloads {
+            *sizes.entry(workload.role.as_str()).or_insert(0) += 1;
+        }
+        RoleGate {
+            max_parallel: usize::try_from(max_parallel).unwrap_or(usize::MAX),
+            sizes,
+            role: None,
+            bound: 1,
+            earlier_roles_done: true,
+            unfinished_in_role: 0,
+        }
+    }
+
+    fn may_start(&mut self, role: &'a str) -> bool {
+        if self.role != Some(role) {
+            self.earlier_roles_done &= self.unfinished_in_role == 0;
+            self.role = Some(role);
+            self.unfinished_in_role = 0;
+            let size = self.sizes.get(role).copied().unwrap_or(1);
+            self.bound = self.max_parallel.min(size.saturating_sub(1)).max(1);
+        }
+        self.earlier_roles_done && self.unfinished_in_role < self.bound
+    }
+
+    /// Records whether the workload just looked at is done.
+    fn record(&mut self, done: bool) {
+        if !done {
+            self.unfinished_in_role += 1;
+        }
     }
 }
 

@@ -27,6 +27,8 @@ enum Action {
     RotatePassword,
     /// Allow or forbid an outage for an offline step.
     ToggleOutage,
+    /// How many workloads of one role may roll at once (1 to 6).
+    SetMaxParallel(u8),
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -42,6 +44,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::EditConfig),
         1 => Just(Action::RotatePassword),
         1 => Just(Action::ToggleOutage),
+        1 => (1u8..7).prop_map(Action::SetMaxParallel),
     ]
 }
 
@@ -444,24 +447,48 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
         }
     }
 
-    // Pods restart one workload at a time, in roll order: a workload's template
-    // changes only while every workload before it is fully rolled out and stays.
+    // Pods restart one role at a time, in roll order: a workload's template
+    // changes only while every workload of an earlier role is fully rolled
+    // out and stays, and fewer than `max_parallel` workloads of its own role
+    // before it are rolling or restart with it.
     for (index, workload) in before.desired_workloads.iter().enumerate() {
         if !restarts(before, d, workload) {
             continue;
         }
+        // A role of several keeps one in service.
+        let role_size = before
+            .desired_workloads
+            .iter()
+            .filter(|w| w.role == workload.role)
+            .count();
+        let bound = (before.spec.max_parallel as usize)
+            .min(role_size.saturating_sub(1))
+            .max(1);
+        let mut alongside = Vec::new();
         for earlier in &before.desired_workloads[..index] {
             let rolled_out = before
                 .workloads
                 .get(&earlier.name)
                 .is_some_and(|l| l.rollout.complete());
-            prop_assert!(
-                rolled_out && !restarts(before, d, earlier),
-                "{} restarts while {} is not settled",
-                workload.name,
-                earlier.name
-            );
+            let settled = rolled_out && !restarts(before, d, earlier);
+            if earlier.role != workload.role {
+                prop_assert!(
+                    settled,
+                    "{} restarts while {} of an earlier role is not settled",
+                    workload.name,
+                    earlier.name
+                );
+            } else if !settled {
+                alongside.push(earlier.name.as_str());
+            }
         }
+        prop_assert!(
+            alongside.len() < bound,
+            "{} restarts beside {:?}, more than {} of one role at once",
+            workload.name,
+            alongside,
+            bound
+        );
     }
 
     // A held or aborted upgrade creates no Job.
@@ -574,6 +601,10 @@ fn run(mut w: World, actions: Vec<Action>) -> Result<(), TestCaseError> {
             Action::EditConfig => {
                 w.obs.config_hash = format!("{}+", w.obs.config_hash);
             }
+            Action::SetMaxParallel(n) => {
+                w.obs.spec.max_parallel = u32::from(n);
+                w.obs.spec.generation += 1;
+            }
             Action::ToggleOutage => {
                 w.obs.spec.allows_outage = !w.obs.spec.allows_outage;
                 w.obs.spec.generation += 1;
@@ -601,6 +632,12 @@ proptest! {
     #[test]
     fn cinder_profile_invariants(actions in proptest::collection::vec(action(), 1..80)) {
         run(World::install("2026.1"), actions)?;
+    }
+
+    /// Back ends of one role rolled side by side, up to the bound.
+    #[test]
+    fn batched_role_invariants(actions in proptest::collection::vec(action(), 1..80)) {
+        run(World::with_back_ends("2026.1", 4), actions)?;
     }
 
     #[test]

@@ -842,3 +842,65 @@ fn ironic_patch_bump_db_sync_exit_2_names_the_incomplete_online_migrations() {
     other.settle();
     assert_eq!(other.database().1, "DBSyncFailed");
 }
+
+#[test]
+fn back_ends_of_one_role_roll_side_by_side_up_to_the_bound_and_roles_never_overlap() {
+    let mut w = World::with_back_ends("2026.1", 5);
+    w.obs.spec.max_parallel = 2;
+    for i in 0..5 {
+        w.hanging.insert(format!("c-volume-{i}"));
+    }
+    w.set_release("2026.2");
+    w.settle();
+    let image = |w: &World, name: &str| w.obs.workloads[name].image.clone();
+    let rolled: Vec<String> = (0..5)
+        .map(|i| format!("c-volume-{i}"))
+        .filter(|n| image(&w, n) == "cinder:2026.2")
+        .collect();
+    assert_eq!(
+        rolled,
+        ["c-volume-0", "c-volume-1"],
+        "two at once, in order"
+    );
+    assert_eq!(
+        image(&w, "c-backup"),
+        "cinder:2026.1",
+        "the next role waits"
+    );
+
+    // One finishes: the next back end starts, still two at once.
+    w.hanging.remove("c-volume-0");
+    if let Some(v) = w.obs.workloads.get_mut("c-volume-0") {
+        v.rollout.total = 1;
+    }
+    w.settle();
+    assert_eq!(image(&w, "c-volume-2"), "cinder:2026.2");
+    assert_eq!(image(&w, "c-volume-3"), "cinder:2026.1");
+    assert_eq!(image(&w, "c-backup"), "cinder:2026.1");
+
+    w.hanging.clear();
+    for v in w.obs.workloads.values_mut() {
+        v.rollout.total = v.rollout.desired;
+    }
+    w.settle();
+    assert_eq!(w.obs.status.installed_release, "2026.2");
+    assert!((0..5).all(|i| image(&w, &format!("c-volume-{i}")) == "cinder:2026.2"));
+}
+
+#[test]
+fn a_batch_never_takes_every_back_end_out_of_service_at_once() {
+    let mut w = World::with_back_ends("2026.1", 2);
+    w.obs.spec.max_parallel = 5;
+    for i in 0..2 {
+        w.hanging.insert(format!("c-volume-{i}"));
+    }
+    w.set_release("2026.2");
+    w.settle();
+    let image = |w: &World, name: &str| w.obs.workloads[name].image.clone();
+    assert_eq!(image(&w, "c-volume-0"), "cinder:2026.2");
+    assert_eq!(
+        image(&w, "c-volume-1"),
+        "cinder:2026.1",
+        "the other back end keeps serving while the first restarts"
+    );
+}

@@ -11,7 +11,7 @@ use proptest::option;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use ratchet_api::common::{
-    ImageSpec, PendingEvent, PodSecurity, SecretKeyRef, SecretOption, WorkloadSpec,
+    ImageSpec, PendingEvent, PodSecurity, SecretKeyRef, SecretOption, UpgradePolicy, WorkloadSpec,
 };
 use ratchet_api::identity::IdentitySpec;
 use ratchet_services::cinder::conversion::{
@@ -804,19 +804,30 @@ fn identity() -> impl Strategy<Value = Option<IdentitySpec>> {
     )
 }
 
+fn upgrade() -> impl Strategy<Value = Option<UpgradePolicy>> {
+    option::of(
+        (any::<bool>(), option::of(1u32..1000)).prop_map(|(allow_outage, max_parallel)| {
+            UpgradePolicy {
+                allow_outage,
+                max_parallel,
+            }
+        }),
+    )
+}
+
 fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
     let spec = (
         (text(), image_parts(), secret(), secret()),
         (workload(), workload(), backup()),
         (beta_backends(), option::of(any::<i32>()), extra_config()),
-        (secret_options(), pod_security(), identity()),
+        (secret_options(), pod_security(), identity(), upgrade()),
     )
         .prop_map(
             |(
                 (open_stack_release, (repository, tag, digest), database, transport),
                 (api, scheduler, backup),
                 (volume_backends, rollout_deadline_seconds, extra_config),
-                (secret_options, security_context, identity),
+                (secret_options, security_context, identity, upgrade),
             )| v1beta1::CinderSpec {
                 open_stack_release,
                 image: v1beta1::Image {
@@ -834,6 +845,7 @@ fn beta_cinder() -> impl Strategy<Value = v1beta1::Cinder> {
                 secret_options,
                 security_context,
                 identity,
+                upgrade,
             },
         );
     (metadata(), spec, status_parts()).prop_map(|(metadata, spec, status)| v1beta1::Cinder {

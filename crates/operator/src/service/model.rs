@@ -157,6 +157,14 @@ pub struct WorkloadModel {
     /// How its host is taken out of service before its pods restart and
     /// given back after (docs/drain.md); `None`: restarted as it is.
     pub drain: Option<HostDrain>,
+    /// Workloads of one role are independent hosts that a roll may restart
+    /// side by side, `upgrade.maxParallel` at a time (a Cinder's volume back
+    /// ends); `None`: a role of its own.
+    pub role: Option<String>,
+    /// How many nodes' pods a per-node agent (a DaemonSet) restarts at once:
+    /// its rolling update's `maxUnavailable`, `upgrade.maxParallel`. At
+    /// least 1; other kinds roll as their own strategy says.
+    pub nodes_at_once: i32,
 }
 
 impl WorkloadModel {
@@ -215,6 +223,8 @@ impl WorkloadModel {
             termination_grace_seconds: None,
             privileged: false,
             drain: None,
+            role: None,
+            nodes_at_once: 1,
         }
     }
 }
@@ -313,6 +323,7 @@ impl ServiceModel {
                     }
                 },
                 drain: w.drain.clone(),
+                role: w.role.clone().unwrap_or_else(|| w.component.clone()),
             })
             .collect()
     }

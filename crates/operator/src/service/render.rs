@@ -706,12 +706,13 @@ pub fn workload(
             spec: Some(DaemonSetSpec {
                 selector,
                 // A node's old agent stops before its new one starts: both
-                // would report as the node's host. One node at a time.
+                // would report as the node's host. Nodes are independent:
+                // `upgrade.maxParallel` of them at a time.
                 update_strategy: Some(DaemonSetUpdateStrategy {
                     type_: Some("RollingUpdate".into()),
                     rolling_update: Some(RollingUpdateDaemonSet {
                         max_surge: Some(IntOrString::Int(0)),
-                        max_unavailable: Some(IntOrString::Int(1)),
+                        max_unavailable: Some(IntOrString::Int(workload.nodes_at_once.max(1))),
                     }),
                 }),
                 template,

@@ -62,6 +62,8 @@ pub fn spec_view<S: super::contract::OpenStackService>(
         image_layout,
         // A service whose spec can allow an outage sets it in its own view.
         allows_outage: false,
+        // A service whose spec bounds parallel rolls sets it in its own view.
+        max_parallel: 1,
         invalid_config: managed_option_violations(extra_config, S::MANAGED_OPTIONS)
             .into_iter()
             .chain(config_refusals::<S>(extra_config, secret_options))

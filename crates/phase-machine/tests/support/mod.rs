@@ -63,6 +63,7 @@ impl World {
                     image_digest: None,
                     image_layout: ratchet_release::ImageLayout::Flat,
                     allows_outage: false,
+                    max_parallel: 1,
                     invalid_config: vec![],
                 },
                 status: StatusView::default(),
@@ -80,6 +81,7 @@ impl World {
                         carries_installed_release: *carries,
                         replicas: Replicas::Fixed(1),
                         drain: None,
+                        role: name.to_string(),
                     })
                     .collect(),
                 reported_check_job: None,
@@ -328,6 +330,24 @@ impl World {
         self.history.last().expect("at least one step")
     }
 
+    /// Cinder installed at `release` with `back_ends` volume back ends, one
+    /// role (`volume`): independent hosts a roll may restart side by side.
+    pub fn with_back_ends(release: &str, back_ends: usize) -> World {
+        let names: Vec<String> = (0..back_ends).map(|i| format!("c-volume-{i}")).collect();
+        let mut workloads = vec![("c-scheduler", true)];
+        workloads.extend(names.iter().map(|n| (n.as_str(), true)));
+        workloads.extend([("c-backup", true), ("c", false)]);
+        let mut w = World::new(cinder_profile(), release, release, &workloads);
+        for workload in &mut w.obs.desired_workloads {
+            if names.contains(&workload.name) {
+                workload.role = "volume".into();
+            }
+        }
+        w.settle();
+        assert_eq!(w.obs.status.installed_release, release);
+        w
+    }
+
     pub fn install(release: &str) -> World {
         let mut w = World::cinder(release);
         w.settle();
@@ -388,6 +408,7 @@ impl World {
             carries_installed_release: false,
             replicas: Replicas::PerNode,
             drain: None,
+            role: name.to_string(),
         });
         self
     }

@@ -7,7 +7,7 @@
 //! - [`V1BETA1_ANNOTATION`], on a v1alpha1 object: the order of `volumeBackends` when
 //!   it is not sorted by name, back ends whose name repeats an earlier one's, the fields
 //!   only v1beta1 has (`secretOptions`, `securityContext`, which back ends are
-//!   `privileged`, each back end's `storageVolumeClaim`), and fields of the v1beta1
+//!   `privileged`, each back end's `storageVolumeClaim`, `identity`, `upgrade`), and fields of the v1beta1
 //!   object that this code does not know.
 //! - [`V1ALPHA1_ANNOTATION`], on a v1beta1 object: fields of the v1alpha1 object that
 //!   this code does not know.
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{v1alpha1, v1beta1};
-use ratchet_api::common::{ImageSpec, PodSecurity, SecretOption};
+use ratchet_api::common::{ImageSpec, PodSecurity, SecretOption, UpgradePolicy};
 use ratchet_api::identity::IdentitySpec;
 
 /// `apiVersion` of Cinder v1alpha1.
@@ -221,6 +221,7 @@ fn spec_to_beta(spec: &v1alpha1::CinderSpec, carried: &V1beta1Only) -> v1beta1::
         secret_options: carried.secret_options.clone(),
         security_context: carried.security_context.clone(),
         identity: carried.identity.clone(),
+        upgrade: carried.upgrade.clone(),
     }
 }
 
@@ -246,6 +247,7 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
         secret_options,
         security_context,
         identity,
+        upgrade,
     } = spec;
     let (volumes, order, extras) = list_to_backends(volume_backends);
     let spec = v1alpha1::CinderSpec {
@@ -271,6 +273,7 @@ fn spec_to_alpha(spec: &v1beta1::CinderSpec) -> (v1alpha1::CinderSpec, V1beta1On
         secret_options: secret_options.clone(),
         security_context: security_context.clone(),
         identity: identity.clone(),
+        upgrade: upgrade.clone(),
         ..V1beta1Only::default()
     };
     (spec, only)
@@ -543,6 +546,8 @@ struct V1beta1Only {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     identity: Option<IdentitySpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    upgrade: Option<UpgradePolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     unknown_fields: Option<Overlay>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     displaced_annotation: Option<String>,
@@ -556,6 +561,7 @@ impl Carried for V1beta1Only {
             && self.secret_options.is_empty()
             && self.security_context.is_none()
             && self.identity.is_none()
+            && self.upgrade.is_none()
             && self.unknown_fields.is_none()
             && self.displaced_annotation.is_none()
     }

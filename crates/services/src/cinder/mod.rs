@@ -26,6 +26,7 @@ use ratchet_phase_machine::{Profile, SpecView};
 
 use ratchet_release::Release;
 
+use ratchet_api::common::UpgradePolicy;
 use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
@@ -104,6 +105,7 @@ impl OpenStackService for Cinder {
             .extend(config::backup_violations(&self.spec));
         view.invalid_config
             .extend(config::identity_refusals(&self.spec));
+        view.max_parallel = UpgradePolicy::parallel_bound(self.spec.upgrade.as_ref());
         view
     }
 

@@ -221,6 +221,9 @@ fn workload(cinder: &Cinder, name: &str, role: &Role) -> WorkloadModel {
             Role::Api | Role::Scheduler => false,
         },
         drain: host_drain(cinder, name, role),
+        // Back ends are independent hosts: `upgrade.maxParallel` roll at once.
+        role: matches!(role, Role::Volume(_)).then(|| "volume".to_string()),
+        nodes_at_once: 1,
     }
 }
 

@@ -13,7 +13,7 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use ratchet_api::common::{
-    ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradeStatus, WorkloadSpec,
+    ImageSpec, PodSecurity, SecretKeyRef, SecretOption, UpgradePolicy, UpgradeStatus, WorkloadSpec,
 };
 use ratchet_api::identity::IdentitySpec;
 
@@ -95,6 +95,11 @@ pub struct CinderSpec {
     /// is Cinder's default or what `extraConfig` sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<IdentitySpec>,
+    /// How the upgrade rolls: `maxParallel` volume back ends restart at once
+    /// (default 1). `allowOutage` has no effect on Cinder, whose upgrade
+    /// stops nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradePolicy>,
 }
 
 /// The service image.

@@ -76,6 +76,8 @@ pub fn model(ironic: &Ironic, name: &str) -> ServiceModel {
                 termination_grace_seconds: None,
                 privileged: false,
                 drain: None,
+                role: None,
+                nodes_at_once: 1,
             },
             WorkloadModel {
                 env: vec![config::api_hash_ring_reset_interval(spec)],

@@ -14,6 +14,7 @@ pub mod v1alpha1;
 pub use profile::{CONFIG_DIR, SERVICE};
 pub use resource::example_manifest;
 
+use ratchet_api::common::UpgradePolicy;
 use ratchet_api::identity::IdentitySpec;
 use ratchet_operator::service::ini::{DATABASE_CONNECTION, ManagedOption, TRANSPORT_URL};
 use ratchet_operator::service::model::ServiceModel;
@@ -64,6 +65,7 @@ impl OpenStackService for Neutron {
             &self.spec.secret_options,
         );
         view.allows_outage = self.spec.upgrade.allow_outage;
+        view.max_parallel = UpgradePolicy::parallel_bound(Some(&self.spec.upgrade));
         // Refused at admission too, not only when the file is rendered.
         view.invalid_config
             .extend(config::identity_refusals(&self.spec));

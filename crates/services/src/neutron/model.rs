@@ -7,7 +7,7 @@
 use ratchet_operator::service::peers::Peers;
 use std::collections::BTreeMap;
 
-use ratchet_api::common::{PodSecurity, WorkloadSpec};
+use ratchet_api::common::{PodSecurity, UpgradePolicy, WorkloadSpec};
 use ratchet_operator::service::OpenStackService;
 use ratchet_operator::service::model::{
     OSLO_SHUTDOWN_GRACE_SECONDS, PinStrategy, Readiness, ServiceModel, WorkloadKind, WorkloadModel,
@@ -77,6 +77,12 @@ fn rpc_readiness() -> Readiness {
     }
 }
 
+/// Where the agents run and how many nodes' agents restart at once.
+struct Agents {
+    node_selector: BTreeMap<String, String>,
+    nodes_at_once: i32,
+}
+
 /// A per-node agent: a DaemonSet on the agents' nodes, reporting under its
 /// node's name; ready once its report since the container started reached
 /// the database through an RPC server.
@@ -86,7 +92,7 @@ fn agent(
     binary: &str,
     agent_type: &str,
     spec: &AgentSpec,
-    node_selector: &BTreeMap<String, String>,
+    agents: &Agents,
 ) -> WorkloadModel {
     let host = readiness::from_env(ENV_HOST);
     let sized = WorkloadSpec {
@@ -95,7 +101,8 @@ fn agent(
     };
     WorkloadModel {
         field_env: vec![(ENV_HOST.into(), "spec.nodeName")],
-        node_selector: node_selector.clone(),
+        node_selector: agents.node_selector.clone(),
+        nodes_at_once: agents.nodes_at_once,
         ..process(
             name,
             component,
@@ -141,15 +148,19 @@ pub fn model(neutron: &Neutron, name: &str, peers: &Peers) -> ServiceModel {
             readiness::api(CONFIG_DIR, API_PORT, READINESS_PATH),
         ),
     ];
-    let agents = &spec.agents;
-    if let Some(metadata) = &agents.metadata {
+    let agents = Agents {
+        node_selector: spec.agents.node_selector.clone(),
+        nodes_at_once: i32::try_from(UpgradePolicy::parallel_bound(Some(&spec.upgrade)))
+            .unwrap_or(i32::MAX),
+    };
+    if let Some(metadata) = &spec.agents.metadata {
         workloads.push(agent(
             name,
             "metadata-agent",
             "neutron-metadata-agent",
             "Metadata agent",
             metadata,
-            &agents.node_selector,
+            &agents,
         ));
     }
     ServiceModel {

@@ -111,6 +111,40 @@ fn an_agent_runs_on_its_nodes_as_their_host_one_node_at_a_time() {
 }
 
 #[test]
+fn agents_restart_up_to_max_parallel_nodes_at_once() {
+    let (owner, mut neutron) = neutron(serde_json::json!({}));
+    neutron.spec.upgrade.max_parallel = Some(5);
+    let model = neutron.model("n", &Peers::none());
+    let agent = model
+        .workloads
+        .iter()
+        .find(|w| w.kind == WorkloadKind::DaemonSet)
+        .expect("the metadata agent");
+    let rendered = serde_json::to_value(
+        render::workload(&owner, &model, agent, &params(false)).expect("renders"),
+    )
+    .expect("json");
+    assert_eq!(
+        rendered["spec"]["updateStrategy"]["rollingUpdate"],
+        serde_json::json!({ "maxSurge": 0, "maxUnavailable": 5 })
+    );
+    // The servers keep their zero-downtime strategy.
+    let api = model
+        .workloads
+        .iter()
+        .find(|w| w.component == "api")
+        .expect("api");
+    let rendered = serde_json::to_value(
+        render::workload(&owner, &model, api, &params(false)).expect("renders"),
+    )
+    .expect("json");
+    assert_eq!(
+        rendered["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        0
+    );
+}
+
+#[test]
 fn a_per_node_workload_is_never_stopped() {
     let (owner, neutron) = neutron(serde_json::json!({}));
     let model = neutron.model("n", &Peers::none());
