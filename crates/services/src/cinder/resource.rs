@@ -135,7 +135,15 @@ pub fn real_example_manifest(name: &str, release: &str, repository: &str) -> ser
             "backup": { "posixVolumeClaim": "cinder-backups", "privileged": true },
             "volumeBackends": [backend("files-a"), backend("files-b")],
             "extraConfig": {
-                "DEFAULT": { "auth_strategy": "noauth" },
+                "DEFAULT": {
+                    "auth_strategy": "noauth",
+                    // Each backup reads its volume through a buffer of this
+                    // size (the posix driver's default is 1.9 GB, upstream's
+                    // help says to scale it to RAM): with the load's backups
+                    // of 1 GiB volumes side by side, one cinder-backup grew
+                    // past 13 GB. 64 MiB, a multiple of the 32 KiB SHA block.
+                    "backup_file_size": "67108864",
+                },
                 "privsep_osbrick": {
                     "helper_command": format!("privsep-helper --config-dir {}", model::CONFIG_DIR),
                 },
