@@ -27,10 +27,15 @@ pub enum Chain<'a> {
 pub struct Look<'a> {
     pub state: Chain<'a>,
     pub ensures: Vec<JobAction>,
+    /// The Job waited on still runs an earlier spec: it is left to finish,
+    /// and its successor is created once it has ended.
+    pub finishing_earlier_spec: bool,
 }
 
 /// Looks at `runs` on `image` with `config_hash`: a Job counts only when its
-/// pod-spec hash is what that run would create now.
+/// pod-spec hash is what that run would create now. A Job of an earlier spec
+/// that still runs is never replaced: killing a schema migration half-way
+/// leaves its DDL to race its successor's (MySQL's DDL is not transactional).
 pub fn look<'a>(
     runs: &[JobRun<'a>],
     obs: &'a Observed,
@@ -40,7 +45,15 @@ pub fn look<'a>(
     let mut ensures = Vec::new();
     for run in runs {
         let hash = run.spec_hash(image, config_hash);
-        let current = obs.jobs.get(&run.key()).filter(|j| j.spec_hash == hash);
+        let live = obs.jobs.get(&run.key());
+        if live.is_some_and(|j| j.spec_hash != hash && j.outcome == JobOutcome::Running) {
+            return Look {
+                state: Chain::Waiting(*run),
+                ensures,
+                finishing_earlier_spec: true,
+            };
+        }
+        let current = live.filter(|j| j.spec_hash == hash);
         ensures.push(run.ensure(image, hash));
         match current.map(|job| (job, &job.outcome)) {
             Some((_, JobOutcome::Succeeded)) => {}
@@ -52,12 +65,14 @@ pub fn look<'a>(
                         message,
                     },
                     ensures,
+                    finishing_earlier_spec: false,
                 };
             }
             Some((_, JobOutcome::Running)) | None => {
                 return Look {
                     state: Chain::Waiting(*run),
                     ensures,
+                    finishing_earlier_spec: false,
                 };
             }
         }
@@ -65,6 +80,7 @@ pub fn look<'a>(
     Look {
         state: Chain::Done,
         ensures,
+        finishing_earlier_spec: false,
     }
 }
 

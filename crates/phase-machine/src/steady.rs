@@ -90,6 +90,18 @@ fn decide_or_block(profile: &Profile, obs: &Observed) -> Result<Pass, Blocked> {
             true,
             None,
         ),
+        Chain::Waiting(run) if sync.finishing_earlier_spec => (
+            Verdict::no(
+                reason::DB_SYNC_IN_PROGRESS,
+                format!(
+                    "{}-{} still runs an earlier spec: it is left to finish (a schema change killed half-way races its successor), then runs again with {image_ref}",
+                    profile.service,
+                    run.key()
+                ),
+            ),
+            false,
+            None,
+        ),
         Chain::Waiting(run) => (
             Verdict::no(
                 reason::DB_SYNC_IN_PROGRESS,

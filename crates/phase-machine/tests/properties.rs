@@ -376,6 +376,23 @@ fn check(profile: &Profile, before: &Observed, d: &Decision) -> Result<(), TestC
         }
     }
 
+    // A schema Job that still runs is never replaced, whatever changed under it.
+    for action in &d.jobs {
+        if let JobAction::Ensure {
+            suffix, spec_hash, ..
+        } = action
+        {
+            let running = before.jobs.get(suffix).filter(|j| {
+                j.outcome == JobOutcome::Running
+                    && (phase_keys.contains(suffix) || sync_runs.iter().any(|r| r.key() == *suffix))
+            });
+            prop_assert!(
+                running.is_none_or(|j| &j.spec_hash == spec_hash),
+                "{suffix} replaced while it ran"
+            );
+        }
+    }
+
     // installedRelease changes only after a fresh-install db-sync or the last phase's Job succeeded.
     if now.installed_release != was.installed_release {
         let fresh = was.installed_release.is_empty()

@@ -99,6 +99,45 @@ fn patch_bump_reruns_db_sync_before_rolling() {
 }
 
 #[test]
+fn a_db_sync_of_an_earlier_spec_is_left_to_finish_before_it_runs_again() {
+    let mut w = World::install("2026.1");
+    w.scripts.insert("db-sync".into(), Script::Hang);
+    w.obs.spec.image_tag = Some("2026.1-p1".into());
+    w.step();
+    let running = w.obs.jobs["db-sync"].clone();
+
+    w.obs.config_hash = "edited".into();
+    let d = w.step();
+    assert!(
+        d.jobs.is_empty(),
+        "the running db-sync is neither replaced nor deleted: {:?}",
+        d.jobs
+    );
+    assert_eq!(w.obs.jobs["db-sync"], running);
+    let database = condition_of(&d, condition::DATABASE_READY);
+    assert_eq!(database.reason, reason::DB_SYNC_IN_PROGRESS);
+    assert!(
+        database.message.contains("left to finish"),
+        "{}",
+        database.message
+    );
+
+    if let Some(job) = w.obs.jobs.get_mut("db-sync") {
+        job.outcome = JobOutcome::Succeeded;
+    }
+    w.scripts.clear();
+    let d = w.step();
+    assert!(
+        matches!(&d.jobs[..], [JobAction::Ensure { image, .. }] if image == "cinder:2026.1-p1"),
+        "once ended, it runs again for the current spec: {:?}",
+        d.jobs
+    );
+    assert_ne!(w.obs.jobs["db-sync"].uid, running.uid);
+    w.settle();
+    assert!(w.database().0);
+}
+
+#[test]
 fn failed_db_sync_warns_once_and_recovers_on_a_spec_change() {
     let mut w = World::cinder("2026.1");
     w.scripts
