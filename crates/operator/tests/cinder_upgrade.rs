@@ -900,3 +900,67 @@ async fn backup_pods_are_drained_one_at_a_time() -> Result<()> {
     h.finish().await;
     Ok(())
 }
+
+/// `spec.upgrade.maxParallel: 2` over three back ends: two restart side by
+/// side while the third and the next role (backup) wait; once they are done
+/// the third follows, and the upgrade completes with every back end on the
+/// target.
+#[tokio::test]
+async fn back_ends_roll_up_to_max_parallel_at_once() -> Result<()> {
+    let h = Harness::start("max-parallel").await?;
+    let backends = ["a", "b", "c"];
+    let mut manifest = cinder_manifest("c", "2026.1", "2026.1", &backends);
+    manifest["spec"]["upgrade"] = json!({ "maxParallel": 2 });
+    h.create_cinder(manifest).await?;
+    h.wait_ready("c").await?;
+    // New back-end pods never turn Ready: the batch holds where it is.
+    let held: Vec<_> = backends
+        .iter()
+        .map(|b| {
+            h.env.scenarios().add(
+                PodSelector::workload(h.name(), &format!("c-volume-{b}"))
+                    .with_image_containing(":2026.2"),
+                Behaviour::hang(),
+            )
+        })
+        .collect();
+    h.env.scenarios().add(
+        PodSelector::workload(h.name(), "c-db-migrate"),
+        Behaviour::succeed_with_message(CHECK_OK),
+    );
+    h.bump("c", "2026.2").await?;
+    let target = format!("{REPO}:2026.2");
+    h.wait_workload("c-volume-b", "the batch's second back end", TIMEOUT, |w| {
+        w.image() == target
+    })
+    .await?;
+    let images: BTreeMap<String, String> = deployment_images(&h).await?.into_iter().collect();
+    ensure!(
+        images["c-volume-a"] == target && images["c-volume-b"] == target,
+        "two back ends restart side by side: {images:?}"
+    );
+    ensure!(
+        images["c-volume-c"] != target && images["c-backup"] != target,
+        "the third back end and the next role wait for the batch: {images:?}"
+    );
+
+    // The held pods stay as they are: replaced, they start as any other.
+    for rule in held {
+        h.env.scenarios().remove(rule);
+    }
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = h.api();
+    for pod in ["c-volume-a-0", "c-volume-b-0"] {
+        pods.delete(pod, &Default::default()).await?;
+    }
+    h.wait_installed("c", "2026.2").await?;
+    second_roll_done(&h).await?;
+    let images: BTreeMap<String, String> = deployment_images(&h).await?.into_iter().collect();
+    ensure!(
+        backends
+            .iter()
+            .all(|b| images[&format!("c-volume-{b}")] == target),
+        "{images:?}"
+    );
+    h.finish().await;
+    Ok(())
+}

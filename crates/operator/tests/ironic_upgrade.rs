@@ -988,19 +988,25 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
         "no workload moves before the sync: {image:?}"
     );
     h.env.scenarios().remove(sync_done);
-    // The condition can be written before the Job is: wait for the new one.
+    // The condition can be written before the Job is: wait for the new one,
+    // and for the Job controller to count its pod. A Job deleted while its
+    // pod's creation is in flight leaves the controller expecting that pod
+    // under the Job's name, and a successor of the same name gets no pod for
+    // five minutes (kubernetes/kubernetes#131917).
     until(
         &h.api::<Job>(),
         "i-db-sync",
         TIMEOUT,
-        "the patch bump's db sync Job",
+        "the patch bump's db sync Job, its pod counted",
         |job: &Job| {
-            job.spec
+            let image = job
+                .spec
                 .as_ref()
                 .and_then(|s| s.template.spec.as_ref())
                 .and_then(|p| p.containers.first())
-                .and_then(|c| c.image.as_deref())
-                .is_some_and(|i| i.ends_with(":2026.2-p1"))
+                .and_then(|c| c.image.as_deref());
+            let active = job.status.as_ref().and_then(|s| s.active).unwrap_or(0);
+            image.is_some_and(|i| i.ends_with(":2026.2-p1")) && active > 0
         },
     )
     .await?;
@@ -1026,7 +1032,7 @@ async fn admission_and_the_lockstep_guard_hold_for_ironic_and_a_patch_bump_resyn
     .await;
     let bumped = match bumped {
         Ok(bumped) => bumped,
-        // Once seen in CI, not since: the next time, say what held the sync.
+        // Say what held the sync.
         Err(timeout) => {
             let ironic = h.api::<Ironic>().get("i").await?;
             let jobs: Vec<String> = h
