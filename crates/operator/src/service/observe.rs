@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
@@ -25,7 +24,7 @@ use super::render::{Owner, PIN_ANNOTATION};
 use super::stall::{self, Stall};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::labels::{COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
+use crate::labels::{self, COMPONENT, CONFIG_HASH, POD_SPEC_HASH};
 
 /// A workload as read, of any kind.
 pub enum LiveWorkload {
@@ -142,24 +141,26 @@ pub async fn observe<S: OpenStackService>(
         .iter()
         .map(|(name, w)| (name.clone(), observed_workload::<S>(name, w)))
         .collect();
-    // The pod reads are independent quorum reads: made at once, so a pass
-    // waits for the slowest, not for their sum.
-    // Neither kind reports a stalled roll itself (see `stall`).
-    let rolling_sets = workloads.iter().filter_map(|(name, live)| {
-        let rolling = observed_workloads
-            .get(name)
-            .is_some_and(|o| !o.rollout.complete());
-        let judged = match live {
-            LiveWorkload::StatefulSet(set) if rolling => {
-                stall::check(ctx, namespace, set.as_ref(), deadline).boxed()
-            }
-            LiveWorkload::DaemonSet(set) if rolling => {
-                stall::check(ctx, namespace, set.as_ref(), deadline).boxed()
-            }
-            _ => return None,
-        };
-        Some(async move { Ok::<_, Error>((name, judged.await?)) })
-    });
+    // Neither kind reports a stalled roll itself (see `stall`). The pods of
+    // every rolling set are read in one request, however many roll at once.
+    let rolling_sets: Vec<(&String, &LiveWorkload)> = workloads
+        .iter()
+        .filter(|(name, live)| {
+            matches!(
+                live,
+                LiveWorkload::StatefulSet(_) | LiveWorkload::DaemonSet(_)
+            ) && observed_workloads
+                .get(*name)
+                .is_some_and(|o| !o.rollout.complete())
+        })
+        .collect();
+    let pods_selector = labels::instance_selector(S::SERVICE, &owner.name);
+    let rolling_pods = async {
+        if rolling_sets.is_empty() {
+            return Ok(Vec::new());
+        }
+        stall::resource_pods(ctx, namespace, &pods_selector).await
+    };
     let groups = model.job_group_names();
     let current_phase = object.status_view().phase;
     let drains_to_report = drains_to_report(model, &jobs);
@@ -184,10 +185,16 @@ pub async fn observe<S: OpenStackService>(
             Ok::<_, Error>((suffix.clone(), observed))
         }
     });
-    let (stalls, observed_jobs) = futures::try_join!(
-        futures::future::try_join_all(rolling_sets),
-        futures::future::try_join_all(job_reads),
-    )?;
+    let (pods, observed_jobs) =
+        futures::try_join!(rolling_pods, futures::future::try_join_all(job_reads))?;
+    let stalls = rolling_sets.iter().filter_map(|(name, live)| {
+        let judged = match live {
+            LiveWorkload::StatefulSet(set) => stall::judge_set(set.as_ref(), &pods, deadline),
+            LiveWorkload::DaemonSet(set) => stall::judge_set(set.as_ref(), &pods, deadline),
+            LiveWorkload::Deployment(_) => return None,
+        };
+        Some((*name, judged))
+    });
     let mut recheck_after: Option<Duration> = None;
     let mut stuck_pods = Vec::new();
     for (name, (stall, stuck)) in stalls {
@@ -337,7 +344,7 @@ async fn last_pod_termination(
     })
 }
 
-/// A StatefulSet or DaemonSet does not report stalls itself: [`stall::check`]
+/// A StatefulSet or DaemonSet does not report stalls itself: [`stall::judge_set`]
 /// decides that for it afterwards.
 fn observed_workload<S: OpenStackService>(name: &str, live: &LiveWorkload) -> ObservedWorkload {
     let (rollout, stalled) = match live {

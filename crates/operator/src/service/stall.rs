@@ -101,44 +101,48 @@ fn is_ready(pod: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// The label selector of the set's pods; never empty, since an empty one
-/// would list every pod in the namespace, each a candidate for deletion as
-/// stuck.
-fn pod_selector<K>(set: &Cached<K, WorkloadDetail>) -> Option<String> {
-    let selector = set
-        .detail
-        .selector
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    (!selector.is_empty()).then_some(selector)
+/// The set's pods among `pods`: those carrying every label of its selector.
+/// A set without a selector has none: an empty selector would match every
+/// pod, each a candidate for deletion as stuck.
+fn pods_of<'a, K>(set: &Cached<K, WorkloadDetail>, pods: &'a [Pod]) -> Vec<&'a Pod> {
+    let selector = &set.detail.selector;
+    if selector.iter().next().is_none() {
+        return Vec::new();
+    }
+    pods.iter()
+        .filter(|pod| {
+            let labels = pod.metadata.labels.as_ref();
+            selector
+                .iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        })
+        .collect()
 }
 
-/// Reads the set's pods: how its unfinished roll stands, and the pods that
-/// stand in its way.
-pub async fn check<K>(
-    ctx: &Context,
-    namespace: &str,
-    set: &Cached<K, WorkloadDetail>,
-    deadline: Duration,
-) -> Result<(Stall, Vec<String>)> {
-    // A set without a selector has no pods to judge.
-    let Some(selector) = pod_selector(set) else {
-        return Ok((Stall::CheckIn(deadline), Vec::new()));
-    };
+/// The pods of one resource's workloads (`selector`: its instance labels),
+/// read once a pass for every rolling set, however many roll side by side.
+pub async fn resource_pods(ctx: &Context, namespace: &str, selector: &str) -> Result<Vec<Pod>> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     // The watch cache is recent enough to tell minutes of silence.
-    let pods = api
-        .list(&ListParams::default().labels(&selector).match_any())
+    Ok(api
+        .list(&ListParams::default().labels(selector).match_any())
         .await?
-        .items;
-    let now = Timestamp::now();
-    let stall = match last_progress(set, &pods) {
-        Some(last) => judge(last, now, deadline),
+        .items)
+}
+
+/// How the set's unfinished roll stands, and the pods that stand in its way,
+/// judged from the resource's pods.
+pub fn judge_set<K>(
+    set: &Cached<K, WorkloadDetail>,
+    pods: &[Pod],
+    deadline: Duration,
+) -> (Stall, Vec<String>) {
+    let own: Vec<Pod> = pods_of(set, pods).into_iter().cloned().collect();
+    let stall = match last_progress(set, &own) {
+        Some(last) => judge(last, Timestamp::now(), deadline),
         None => Stall::CheckIn(deadline),
     };
-    Ok((stall, stuck_pods(set, &pods)))
+    (stall, stuck_pods(set, &own))
 }
 
 #[cfg(test)]
@@ -228,17 +232,36 @@ mod tests {
 
     #[test]
     fn a_set_without_match_labels_selects_no_pods_rather_than_all() {
-        assert_eq!(pod_selector(&rolling_to("r2", 2, 2)), None);
+        let labelled = |name: &str, labels: serde_json::Value| -> Pod {
+            serde_json::from_value(json!({ "metadata": { "name": name, "labels": labels } }))
+                .expect("a Pod")
+        };
+        let pods = [
+            labelled("c-0", json!({ "app": "c", "tier": "x", "extra": "y" })),
+            labelled("c-other-0", json!({ "app": "c", "tier": "z" })),
+            labelled("unlabelled", json!({})),
+        ];
+        let names = |set: &CachedStatefulSet| -> Vec<String> {
+            pods_of(set, &pods)
+                .into_iter()
+                .filter_map(|p| p.metadata.name.clone())
+                .collect()
+        };
+        assert!(names(&rolling_to("r2", 2, 2)).is_empty());
         let selecting = |labels| json!({ "selector": { "matchLabels": labels }, "template": {} });
         let set = with_spec("r2", 2, 2, Some(selecting(json!({}))));
-        assert_eq!(pod_selector(&set), None);
+        assert!(names(&set).is_empty());
         let set = with_spec(
             "r2",
             2,
             2,
             Some(selecting(json!({ "app": "c", "tier": "x" }))),
         );
-        assert_eq!(pod_selector(&set).as_deref(), Some("app=c,tier=x"));
+        assert_eq!(
+            names(&set),
+            ["c-0"],
+            "the set's own pods, read from the resource's"
+        );
     }
 
     #[test]
