@@ -540,8 +540,16 @@ async fn online_migrations_exit_2_fails_because_the_database_is_not_compatible()
     ensure!(status.upgrade.upgrade_phase == IronicUpgradePhase::OnlineMigrations);
     ensure!(status.upgrade.installed_release == "2026.1", "not promoted");
     h.wait_event("i", "DatabaseNotCompatible").await?;
-    // Exit 2 is final: one pod, no retries.
-    let job: Job = h.api::<Job>().get("i-online-migrations").await?;
+    // Exit 2 is final: one pod, no retries. The Job controller gives its
+    // verdict (FailureTarget, which Ratchet acts on) before it counts the pod.
+    let job = until(
+        &h.api::<Job>(),
+        "i-online-migrations",
+        TIMEOUT,
+        "its failed pod counted",
+        |job: &Job| job.status.as_ref().and_then(|s| s.failed).is_some(),
+    )
+    .await?;
     ensure!(job.status.and_then(|s| s.failed) == Some(1));
     h.finish().await;
     Ok(())
