@@ -55,12 +55,15 @@ pub const API_WORKERS_OPTION: ManagedOption = ManagedOption {
 const DEFAULT_HASH_RING_RESET_INTERVAL: u32 = 15;
 
 /// The hash ring interval for API pods, passed in their environment (which
-/// oslo.config reads before files): a third of the conductors'. A stopping
-/// conductor deregisters, then serves RPC for one interval (less the seconds its
-/// deregistration took, rounded down) so that every API's ring drops it first.
-/// With the same interval on both sides an API ring refreshed just before the
-/// deregistration still pointed at the conductor as it stopped consuming, and a
-/// node update sent then was never answered.
+/// oslo.config reads before files): a fifteenth of the conductors', 1 s by
+/// default. A stopping conductor deregisters, shuts its workers down, then
+/// keeps consuming RPC for one interval (less the seconds its deregistration
+/// took, rounded down) so that every API's ring drops it first. A call that
+/// reaches it in that time fails ("Can not schedule new futures after being
+/// shutdown", a 500 to the client), so an API must drop it at once: with the
+/// same interval on both sides an API ring refreshed just before the
+/// deregistration still pointed at the conductor as it stopped consuming, and
+/// with a third of it (5 s) a power switch still failed in CI.
 pub fn api_hash_ring_reset_interval(spec: &IronicSpec) -> (String, String) {
     let conductors = spec
         .extra_config
@@ -70,7 +73,7 @@ pub fn api_hash_ring_reset_interval(spec: &IronicSpec) -> (String, String) {
         .unwrap_or(DEFAULT_HASH_RING_RESET_INTERVAL);
     (
         ENV_API_HASH_RING_RESET_INTERVAL.into(),
-        (conductors / 3).max(1).to_string(),
+        (conductors / 15).max(1).to_string(),
     )
 }
 
@@ -173,15 +176,15 @@ mod tests {
     }
 
     #[test]
-    fn api_rings_refresh_three_times_within_the_conductors_wait() {
+    fn api_rings_refresh_fifteen_times_within_the_conductors_wait() {
         for (configured, api) in [
-            (None, "5"),
-            (Some("60"), "20"),
-            (Some(" 30 "), "10"),
+            (None, "1"),
+            (Some("60"), "4"),
+            (Some(" 30 "), "2"),
             (Some("2"), "1"),
             (Some("0"), "1"),
             // oslo.config refuses it in every pod; the API keeps a safe figure.
-            (Some("soon"), "5"),
+            (Some("soon"), "1"),
         ] {
             let spec = spec_with(
                 &configured

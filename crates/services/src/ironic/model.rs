@@ -157,7 +157,7 @@ mod tests {
                 "{env:?}"
             );
             // Only APIs refresh their hash rings faster than conductors wait.
-            let ring = json!({ "name": config::ENV_API_HASH_RING_RESET_INTERVAL, "value": "5" });
+            let ring = json!({ "name": config::ENV_API_HASH_RING_RESET_INTERVAL, "value": "1" });
             assert_eq!(
                 env.contains(&ring),
                 workload.component == "api",
