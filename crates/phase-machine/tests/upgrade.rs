@@ -843,15 +843,22 @@ fn ironic_patch_bump_db_sync_exit_2_names_the_incomplete_online_migrations() {
     assert_eq!(other.database().1, "DBSyncFailed");
 }
 
-#[test]
-fn back_ends_of_one_role_roll_side_by_side_up_to_the_bound_and_roles_never_overlap() {
-    let mut w = World::with_back_ends("2026.1", 5);
-    w.obs.spec.max_parallel = 2;
-    for i in 0..5 {
+/// A Cinder of `back_ends` back ends rolled by `max_parallel`, upgraded to
+/// 2026.2 while every back end's new pods hang.
+fn upgraded_with_back_ends_hanging(back_ends: usize, max_parallel: u32) -> World {
+    let mut w = World::with_back_ends("2026.1", back_ends);
+    w.obs.spec.max_parallel = max_parallel;
+    for i in 0..back_ends {
         w.hanging.insert(format!("c-volume-{i}"));
     }
     w.set_release("2026.2");
     w.settle();
+    w
+}
+
+#[test]
+fn back_ends_of_one_role_roll_side_by_side_up_to_the_bound_and_roles_never_overlap() {
+    let mut w = upgraded_with_back_ends_hanging(5, 2);
     let image = |w: &World, name: &str| w.obs.workloads[name].image.clone();
     let rolled: Vec<String> = (0..5)
         .map(|i| format!("c-volume-{i}"))
@@ -889,13 +896,7 @@ fn back_ends_of_one_role_roll_side_by_side_up_to_the_bound_and_roles_never_overl
 
 #[test]
 fn a_batch_never_takes_every_back_end_out_of_service_at_once() {
-    let mut w = World::with_back_ends("2026.1", 2);
-    w.obs.spec.max_parallel = 5;
-    for i in 0..2 {
-        w.hanging.insert(format!("c-volume-{i}"));
-    }
-    w.set_release("2026.2");
-    w.settle();
+    let w = upgraded_with_back_ends_hanging(2, 5);
     let image = |w: &World, name: &str| w.obs.workloads[name].image.clone();
     assert_eq!(image(&w, "c-volume-0"), "cinder:2026.2");
     assert_eq!(

@@ -6,7 +6,7 @@
 
 use ratchet_operator::registry::{Registry, ServiceFn};
 use ratchet_operator::service::OpenStackService;
-use ratchet_operator::service::model::WorkloadKind;
+use ratchet_operator::service::model::{ServiceModel, WorkloadKind, WorkloadModel};
 use ratchet_operator::service::peers::Peers;
 use ratchet_operator::service::render::{self, Owner, PodParams};
 use ratchet_phase_machine::Replicas;
@@ -46,6 +46,14 @@ fn no_offline_step_stops_a_per_node_workload() {
     }
 }
 
+fn metadata_agent(model: &ServiceModel) -> &WorkloadModel {
+    model
+        .workloads
+        .iter()
+        .find(|w| w.kind == WorkloadKind::DaemonSet)
+        .expect("the metadata agent")
+}
+
 fn neutron(node_selector: Value) -> (Owner, Neutron) {
     let mut manifest = crate::neutron::example_manifest("n", "2026.1", "repo", "2026.1");
     manifest["spec"]["agents"]["nodeSelector"] = node_selector;
@@ -70,11 +78,7 @@ fn params(stopped: bool) -> PodParams<'static> {
 fn an_agent_runs_on_its_nodes_as_their_host_one_node_at_a_time() {
     let (owner, neutron) = neutron(serde_json::json!({ "node-role/network": "true" }));
     let model = neutron.model("n", &Peers::none());
-    let agent = model
-        .workloads
-        .iter()
-        .find(|w| w.kind == WorkloadKind::DaemonSet)
-        .expect("the metadata agent");
+    let agent = metadata_agent(&model);
     let ids = model.workload_ids();
     let id = ids.iter().find(|w| w.name == agent.name).expect("its id");
     assert_eq!(id.replicas, Replicas::PerNode);
@@ -115,11 +119,7 @@ fn agents_restart_up_to_max_parallel_nodes_at_once() {
     let (owner, mut neutron) = neutron(serde_json::json!({}));
     neutron.spec.upgrade.max_parallel = Some(5);
     let model = neutron.model("n", &Peers::none());
-    let agent = model
-        .workloads
-        .iter()
-        .find(|w| w.kind == WorkloadKind::DaemonSet)
-        .expect("the metadata agent");
+    let agent = metadata_agent(&model);
     let rendered = serde_json::to_value(
         render::workload(&owner, &model, agent, &params(false)).expect("renders"),
     )
@@ -148,10 +148,6 @@ fn agents_restart_up_to_max_parallel_nodes_at_once() {
 fn a_per_node_workload_is_never_stopped() {
     let (owner, neutron) = neutron(serde_json::json!({}));
     let model = neutron.model("n", &Peers::none());
-    let agent = model
-        .workloads
-        .iter()
-        .find(|w| w.kind == WorkloadKind::DaemonSet)
-        .expect("the metadata agent");
+    let agent = metadata_agent(&model);
     assert!(render::workload(&owner, &model, agent, &params(true)).is_err());
 }
